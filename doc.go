@@ -1,0 +1,44 @@
+// Package bloom implements Bloom filters: compact sets that answer "definitely not present" or
+// "probably present", exactly compatible with Guava, RedisBloom and Redisson where asked.
+//
+// # The math
+//
+// A filter of m bits answers with k positions per key. After n distinct keys a never-added key
+// tests present with probability p ≈ (1 - e^(-kn/m))^k. For a target (n, p) the optimal sizes are
+//
+//	m = -n·ln(p) / ln²(2)    k = (m/n)·ln(2)
+//
+// so 1% costs 9.6 bits and 7 probes per key, and every tenfold cut of p adds 4.8 bits per key.
+// New uses Guava 31.1's exact rule (GuavaSize); RedisBloomSize gives RedisBloom's. FalsePositiveRate
+// and Capacity answer the other questions: what rate a filter reaches at n, how many keys it holds
+// at a rate.
+//
+// # Hashing
+//
+// Each key is hashed once to two 64-bit values h1, h2, and its k positions are derived by double
+// hashing (h1 + i·h2 mod m, with each scheme's exact variations). A Scheme names the combination;
+// Guava64 (murmur3 x64_128, Guava's MURMUR128_MITZ_64) is the default. Keys are bytes; the typed
+// helpers encode as Guava's funnels do, so the same key answers the same in Java and Go:
+// strings as their UTF-8 bytes, int64/uint64 as 8 little-endian bytes, int32 as 4.
+//
+// # Concurrency
+//
+// Filters are safe for concurrent use without locks. Bits live in 64-bit words that adds set with
+// an atomic OR (as Guava's LockFreeBitArray does) and tests read with atomic loads.
+//
+// # Files
+//
+// WriteTo, ReadFrom, MarshalBinary and UnmarshalBinary use the native format, documented in
+// encoding.go: a checksummed 64-byte header (magic, version, kind, scheme, k, m, count), then the
+// words, then a checksum of the words. Decoding validates everything before it allocates and
+// reports damage as ErrCorrupt. Guava's stream format is in package guava, RedisBloom's
+// BF.SCANDUMP format in package redisbloom.
+//
+// # Usage
+//
+//	f, err := bloom.New(1_000_000, 0.01) // 1M keys at 1% false positives: 1.2 MB, k = 7
+//	if err != nil { ... }
+//	f.AddString("alice@example.com")
+//	f.TestString("alice@example.com") // true
+//	f.TestString("bob@example.com")   // false, except for 1% of such keys
+package bloom

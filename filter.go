@@ -1,0 +1,294 @@
+package bloom
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"sync/atomic"
+	"unsafe"
+)
+
+// Filter is a classic Bloom filter: m bits, k positions per key, all in one lock-free bit array.
+// It is bit-for-bit compatible with Guava's BloomFilter when created by New (or NewWithParams
+// with Guava64 or Guava32), and with one RedisBloom sub-filter under RedisBloom64.
+//
+// A Filter is safe for concurrent use by multiple goroutines without locks: Add ORs its bits in
+// with atomic instructions and Test reads them with atomic loads, so concurrent Adds never lose
+// bits and a Test that runs after an Add returns (in the happens-before sense) sees the key.
+// Add and Test cost one hash of the key and k memory probes, and allocate nothing.
+// The methods that replace the whole content (ReadFrom, UnmarshalBinary) are not safe to call
+// while other goroutines use the filter. The zero Filter is empty and only useful as the target
+// of ReadFrom or UnmarshalBinary.
+type Filter struct {
+	bits   bitArray
+	m      uint64 // modulus: positions are reduced into [0, m)
+	k      int
+	scheme Scheme
+	div    divisor // reduces modulo m without a hardware division
+}
+
+// New returns an empty filter sized by Guava's rule for n expected items at false-positive rate p,
+// hashing with Guava64: the filter Guava's BloomFilter.create(funnel, n, p) makes. See GuavaSize
+// for the formulas and the cases it refuses.
+func New(n uint64, p float64) (*Filter, error) {
+	m, k, err := GuavaSize(n, p)
+	if err != nil {
+		return nil, err
+	}
+	return NewWithParams(m, k, Guava64)
+}
+
+// NewWithParams returns an empty filter of m bits with k hash functions under scheme s.
+// Guava and RedisBloom filters always span whole 64-bit words and reduce positions modulo the
+// rounded size, so for those schemes m is rounded up to a multiple of 64; under Redisson, whose
+// modulus is its exact size, m is kept as given (storage is still whole words).
+func NewWithParams(m uint64, k int, s Scheme) (*Filter, error) {
+	if !s.Valid() {
+		return nil, fmt.Errorf("%w: unknown hashing scheme %d", ErrInvalidParameter, s)
+	}
+	if m == 0 || float64(m) > maxBits {
+		return nil, fmt.Errorf("%w: size of %d bits is not in [1, 2^56]", ErrInvalidParameter, m)
+	}
+	if k < 1 || k > MaxK {
+		return nil, fmt.Errorf("%w: %d hash functions is not in [1, %d]", ErrInvalidParameter, k, MaxK)
+	}
+	if s != Redisson {
+		m = roundToWords(m)
+	}
+	bits, err := newBitArray((m + 63) / 64)
+	if err != nil {
+		return nil, err
+	}
+	return &Filter{bits: bits, m: m, k: k, scheme: s, div: newDivisor(m)}, nil
+}
+
+// maxFastK is the largest k for which Add collects the missing positions on the stack before
+// setting them; larger k (p below about 1e-9) take a one-pass loop.
+const maxFastK = 32
+
+// Add adds key and reports whether the filter changed: true when at least one of the key's bits
+// was clear, so the key was definitely not in the filter before (Guava's put). False means the
+// key was probably added before (or is a false positive).
+func (f *Filter) Add(key []byte) bool {
+	h1, h2 := f.scheme.Hash(key)
+	return f.add(h1, h2)
+}
+
+// Test reports whether key may be in the filter: false means it was definitely never added,
+// true means it was probably added (false positives occur at the filter's rate, never false
+// negatives).
+func (f *Filter) Test(key []byte) bool {
+	h1, h2 := f.scheme.Hash(key)
+	return f.test(h1, h2)
+}
+
+// AddString adds the UTF-8 bytes of s, as Guava's Funnels.stringFunnel(UTF_8) feeds them.
+func (f *Filter) AddString(s string) bool { return f.Add(stringBytes(s)) }
+
+// TestString tests the UTF-8 bytes of s, as Guava's Funnels.stringFunnel(UTF_8) feeds them.
+func (f *Filter) TestString(s string) bool { return f.Test(stringBytes(s)) }
+
+// AddUint64 adds v as 8 little-endian bytes, as Guava's Funnels.longFunnel() feeds a long.
+func (f *Filter) AddUint64(v uint64) bool { b := le64(v); return f.Add(b[:]) }
+
+// TestUint64 tests v as 8 little-endian bytes, as Guava's Funnels.longFunnel() feeds a long.
+func (f *Filter) TestUint64(v uint64) bool { b := le64(v); return f.Test(b[:]) }
+
+// AddInt64 adds v as 8 little-endian two's-complement bytes (Guava's Funnels.longFunnel()).
+func (f *Filter) AddInt64(v int64) bool { return f.AddUint64(uint64(v)) }
+
+// TestInt64 tests v as 8 little-endian two's-complement bytes (Guava's Funnels.longFunnel()).
+func (f *Filter) TestInt64(v int64) bool { return f.TestUint64(uint64(v)) }
+
+// AddInt32 adds v as 4 little-endian two's-complement bytes (Guava's Funnels.integerFunnel()).
+func (f *Filter) AddInt32(v int32) bool { b := le32(v); return f.Add(b[:]) }
+
+// TestInt32 tests v as 4 little-endian two's-complement bytes (Guava's Funnels.integerFunnel()).
+func (f *Filter) TestInt32(v int32) bool { b := le32(v); return f.Test(b[:]) }
+
+// add sets the positions of a key hashed to (h1, h2). It first finds the positions whose bit is
+// clear with plain loads, which the CPU overlaps, and only then ORs those in: an atomic OR is a
+// full barrier on x86, and issuing it per probe would serialise the k cache misses.
+func (f *Filter) add(h1, h2 uint64) bool {
+	if f.k > maxFastK {
+		added := false
+		for i := range f.k {
+			added = f.bits.set(f.location(h1, h2, i)) || added
+		}
+		return added
+	}
+	var clear [maxFastK]uint64
+	n := 0
+	if f.scheme == Guava64 {
+		x := h1
+		for range f.k {
+			b := f.div.mod63(x & math.MaxInt64)
+			if !f.bits.get(b) {
+				clear[n] = b
+				n++
+			}
+			x += h2
+		}
+	} else {
+		for i := range f.k {
+			if b := f.location(h1, h2, i); !f.bits.get(b) {
+				clear[n] = b
+				n++
+			}
+		}
+	}
+	added := false
+	for _, b := range clear[:n] {
+		mask := uint64(1) << (b & 63)
+		if atomic.OrUint64(&f.bits[b>>6], mask)&mask == 0 {
+			added = true
+		}
+	}
+	return added
+}
+
+func (f *Filter) test(h1, h2 uint64) bool {
+	if f.scheme == Guava64 {
+		x := h1
+		for range f.k {
+			if !f.bits.get(f.div.mod63(x & math.MaxInt64)) {
+				return false
+			}
+			x += h2
+		}
+		return true
+	}
+	for i := range f.k {
+		if !f.bits.get(f.location(h1, h2, i)) {
+			return false
+		}
+	}
+	return true
+}
+
+// location is Scheme.Location with the modulus reduced by f.div instead of a division.
+func (f *Filter) location(h1, h2 uint64, i int) uint64 {
+	switch f.scheme {
+	case Guava32:
+		lo, hi := int32(h1), int32(h1>>32)
+		c := lo + int32(i+1)*hi
+		if c < 0 {
+			c = ^c
+		}
+		return f.div.mod(uint64(c))
+	case RedisBloom64:
+		return f.div.mod(h1 + uint64(i)*h2)
+	case Redisson:
+		i1, i2 := uint64(i/2+1), uint64((i+1)/2)
+		return f.div.mod((i1*h1 + i2*h2) & math.MaxInt64)
+	default:
+		return f.div.mod63((h1 + uint64(i)*h2) & math.MaxInt64)
+	}
+}
+
+// M returns the number of addressable bits (the modulus of every position).
+func (f *Filter) M() uint64 { return f.m }
+
+// K returns the number of hash functions (positions per key).
+func (f *Filter) K() int { return f.k }
+
+// Scheme returns the filter's hashing scheme.
+func (f *Filter) Scheme() Scheme { return f.scheme }
+
+// BitCount returns the number of set bits. It reads the whole array: O(m/64).
+func (f *Filter) BitCount() uint64 { return f.bits.count() }
+
+// FillRatio returns the fraction of bits that are set.
+func (f *Filter) FillRatio() float64 { return float64(f.BitCount()) / float64(f.m) }
+
+// EstimatedFPP returns the probability that Test reports a never-added key as present, given the
+// bits set now: (set bits / m)^k, Guava's expectedFpp. It reads the whole array: O(m/64).
+func (f *Filter) EstimatedFPP() float64 { return math.Pow(f.FillRatio(), float64(f.k)) }
+
+// ApproximateCount estimates the number of distinct items added from the number of set bits,
+// by Guava's approximateElementCount: round(-m/k · ln(1 - set/m)). A saturated filter (every bit
+// set) has lost the information; the estimate is then taken at m - 1/2 set bits, a finite lower
+// bound, where Guava throws an ArithmeticException. It reads the whole array: O(m/64).
+func (f *Filter) ApproximateCount() uint64 {
+	return approximateCount(f.BitCount(), f.m, f.k)
+}
+
+func approximateCount(set, m uint64, k int) uint64 {
+	x := float64(set)
+	if set >= m {
+		x = float64(m) - 0.5
+	}
+	return uint64(math.Round(-math.Log1p(-x/float64(m)) * float64(m) / float64(k)))
+}
+
+// Compatible reports whether f and g can be combined: same scheme, same k, same modulus.
+func (f *Filter) Compatible(g *Filter) error {
+	if f.scheme != g.scheme || f.k != g.k || f.m != g.m {
+		return fmt.Errorf("%w: %s m=%d k=%d and %s m=%d k=%d", ErrIncompatible, f.scheme, f.m, f.k, g.scheme, g.m, g.k)
+	}
+	return nil
+}
+
+// Union adds every key of g to f (a bitwise OR), so that f then answers true for every key
+// either filter answers true for. It fails with ErrIncompatible unless Compatible(g) is nil.
+// It is safe while other goroutines use either filter.
+func (f *Filter) Union(g *Filter) error {
+	if err := f.Compatible(g); err != nil {
+		return err
+	}
+	f.bits.or(g.bits)
+	return nil
+}
+
+// Intersect keeps in f only the bits also set in g (a bitwise AND). Every key added to both
+// filters still tests present; the false-positive rate is at most that of the smaller input.
+// It fails with ErrIncompatible unless Compatible(g) is nil.
+func (f *Filter) Intersect(g *Filter) error {
+	if err := f.Compatible(g); err != nil {
+		return err
+	}
+	f.bits.and(g.bits)
+	return nil
+}
+
+// Clone returns an independent copy of f.
+func (f *Filter) Clone() *Filter {
+	c := *f
+	c.bits = f.bits.clone()
+	return &c
+}
+
+// Reset clears every bit, leaving an empty filter of the same size.
+func (f *Filter) Reset() { f.bits.clear() }
+
+// Equal reports whether f and g have the same scheme, size and bits.
+func (f *Filter) Equal(g *Filter) bool {
+	if f.Compatible(g) != nil || len(f.bits) != len(g.bits) {
+		return false
+	}
+	for i := range f.bits {
+		if atomic.LoadUint64(&f.bits[i]) != atomic.LoadUint64(&g.bits[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// ByteLen returns the length in bytes of the filter's bit array: 8 per 64-bit word.
+func (f *Filter) ByteLen() int64 { return f.bits.byteLen() }
+
+// ReadAt copies the bit array's bytes from offset off into p. The bytes are the little-endian
+// encoding of the 64-bit words (bit b in byte b>>3 under mask 1<<(b&7)), which is RedisBloom's
+// BF.SCANDUMP layout. It implements io.ReaderAt, and reads each word atomically.
+func (f *Filter) ReadAt(p []byte, off int64) (int, error) { return f.bits.readAt(p, off) }
+
+// WriteAt overwrites the bit array's bytes at offset off with p, in ReadAt's layout. It implements
+// io.WriterAt; writes must fit inside ByteLen. Each word is replaced atomically.
+func (f *Filter) WriteAt(p []byte, off int64) (int, error) { return f.bits.writeAt(p, off) }
+
+// stringBytes views the bytes of s without copying; the callee only reads them.
+func stringBytes(s string) []byte { return unsafe.Slice(unsafe.StringData(s), len(s)) }
+
+func le64(v uint64) (b [8]byte) { binary.LittleEndian.PutUint64(b[:], v); return b }
+
+func le32(v int32) (b [4]byte) { binary.LittleEndian.PutUint32(b[:], uint32(v)); return b }
