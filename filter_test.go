@@ -80,10 +80,10 @@ func TestGuavaSize(t *testing.T) {
 	// Values from Guava 31.1 (BloomFilter.optimalNumOfBits and optimalNumOfHashFunctions; bitSize
 	// is rounded to whole longs), as listed in the project's Guava reference notes.
 	for _, c := range []struct {
-		n    uint64
-		p    float64
-		m    uint64
-		k    int
+		n uint64
+		p float64
+		m uint64
+		k int
 	}{
 		{1000, 0.01, 9600, 7},
 		{100_000_000, 0.01, 958505856, 7},
@@ -102,10 +102,10 @@ func TestGuavaSize(t *testing.T) {
 		p    float64
 		want error
 	}{
-		{1, 0.7, bloom.ErrInvalidParameter},     // 0 bits: Guava throws "data length is zero!"
-		{1, 1e-100, bloom.ErrInvalidParameter},  // k = 332 > 255
-		{100, 0, bloom.ErrInvalidParameter},     // p out of range
-		{100, 1, bloom.ErrInvalidParameter},     //
+		{1, 0.7, bloom.ErrInvalidParameter},    // 0 bits: Guava throws "data length is zero!"
+		{1, 1e-100, bloom.ErrInvalidParameter}, // k = 332 > 255
+		{100, 0, bloom.ErrInvalidParameter},    // p out of range
+		{100, 1, bloom.ErrInvalidParameter},    //
 		{100, math.NaN(), bloom.ErrInvalidParameter},
 		{1e18, 0.001, bloom.ErrTooLarge},
 	} {
