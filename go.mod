@@ -1,9 +1,10 @@
 module github.com/bloomd/bloom
 
-go 1.26
+go 1.26.0
 
 require (
-	github.com/minio/highwayhash v1.0.4 // indirect
-	github.com/twmb/murmur3 v1.2.2 // indirect
-	golang.org/x/sys v0.21.0 // indirect
+	github.com/minio/highwayhash v1.0.4
+	github.com/twmb/murmur3 v1.2.2
 )
+
+require golang.org/x/sys v0.48.0 // indirect
