@@ -43,23 +43,48 @@ func New(n uint64, p float64) (*Filter, error) {
 // rounded size, so for those schemes m is rounded up to a multiple of 64; under Redisson, whose
 // modulus is its exact size, m is kept as given (storage is still whole words).
 func NewWithParams(m uint64, k int, s Scheme) (*Filter, error) {
-	if !s.Valid() {
-		return nil, fmt.Errorf("%w: unknown hashing scheme %d", ErrInvalidParameter, s)
-	}
-	if m == 0 || float64(m) > maxBits {
-		return nil, fmt.Errorf("%w: size of %d bits is not in [1, 2^56]", ErrInvalidParameter, m)
-	}
-	if k < 1 || k > MaxK {
-		return nil, fmt.Errorf("%w: %d hash functions is not in [1, %d]", ErrInvalidParameter, k, MaxK)
-	}
-	if s != Redisson {
-		m = roundToWords(m)
+	m, err := checkParams(m, k, s)
+	if err != nil {
+		return nil, err
 	}
 	bits, err := newBitArray((m + 63) / 64)
 	if err != nil {
 		return nil, err
 	}
 	return &Filter{bits: bits, m: m, k: k, scheme: s, div: newDivisor(m)}, nil
+}
+
+// NewFromWords returns a filter of m bits with k hash functions under scheme s that adopts words
+// as its bit array (bit b in words[b>>6] under mask 1<<(b&63)); codecs use it to build a filter
+// from a decoded array without copying it. The caller must not use words afterwards. m is rounded
+// as in NewWithParams, and words must hold exactly ceil(m/64) words.
+func NewFromWords(words []uint64, m uint64, k int, s Scheme) (*Filter, error) {
+	m, err := checkParams(m, k, s)
+	if err != nil {
+		return nil, err
+	}
+	if uint64(len(words)) != (m+63)/64 {
+		return nil, fmt.Errorf("%w: %d words given for %d bits (want %d)", ErrInvalidParameter, len(words), m, (m+63)/64)
+	}
+	return &Filter{bits: words, m: m, k: k, scheme: s, div: newDivisor(m)}, nil
+}
+
+// checkParams validates (m, k, s) and returns the modulus: m rounded up to whole words, except
+// under Redisson, whose modulus is its exact size.
+func checkParams(m uint64, k int, s Scheme) (uint64, error) {
+	if !s.Valid() {
+		return 0, fmt.Errorf("%w: unknown hashing scheme %d", ErrInvalidParameter, s)
+	}
+	if m == 0 || float64(m) > maxBits {
+		return 0, fmt.Errorf("%w: size of %d bits is not in [1, 2^56]", ErrInvalidParameter, m)
+	}
+	if k < 1 || k > MaxK {
+		return 0, fmt.Errorf("%w: %d hash functions is not in [1, %d]", ErrInvalidParameter, k, MaxK)
+	}
+	if s != Redisson {
+		m = roundToWords(m)
+	}
+	return m, nil
 }
 
 // maxFastK is the largest k for which Add collects the missing positions on the stack before

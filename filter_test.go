@@ -41,7 +41,7 @@ func TestConformanceSchemes(t *testing.T) {
 				}
 				return bloom.NewWithParams(m, k, s)
 			}
-			impl.Rates = []conformance.Rate{{20_000, 0.01}}
+			impl.Rates = []conformance.Rate{{N: 20_000, P: 0.01}}
 			conformance.Run(t, impl)
 		})
 	}
