@@ -1,0 +1,19 @@
+package bloom
+
+// Building blocks for filters made of several Filters, such as RedisBloom's scalable chain: they
+// hash each key once and probe many sub-filters, and size all of them before allocating any.
+
+// AddHashed is Add for a key already hashed by f.Scheme().Hash, which gives (h1, h2).
+// A filter made of several sub-filters with one scheme hashes each key once and calls AddHashed
+// and TestHashed on each. It is safe for concurrent use and allocates nothing.
+func (f *Filter) AddHashed(h1, h2 uint64) bool { return f.add(h1, h2) }
+
+// TestHashed is Test for a key already hashed by f.Scheme().Hash, which gives (h1, h2).
+// It is safe for concurrent use and allocates nothing.
+func (f *Filter) TestHashed(h1, h2 uint64) bool { return f.test(h1, h2) }
+
+// CheckAlloc reports, as ErrTooLarge, an allocation of the given number of bytes that cannot fit
+// in this machine's memory; the constructors of this package refuse such sizes in the same way.
+// Decoders of multi-filter formats call it with the total of all sub-filters before allocating
+// the first, so that a crafted header is refused instead of aborting the process.
+func CheckAlloc(bytes uint64) error { return checkAlloc(bytes) }
