@@ -40,29 +40,33 @@ func EncodedLen(f *bloom.Filter) (int64, error) {
 
 // header returns the stream header of f, or the reason Guava could not have written f.
 func header(f *bloom.Filter) ([HeaderSize]byte, error) {
-	var h [HeaderSize]byte
 	if f == nil {
-		return h, fmt.Errorf("guava: nil filter: %w", bloom.ErrInvalidParameter)
+		return [HeaderSize]byte{}, fmt.Errorf("guava: nil filter: %w", bloom.ErrInvalidParameter)
 	}
-	switch f.Scheme() {
+	return makeHeader(f.Scheme(), f.K(), f.ByteLen()/8)
+}
+
+// makeHeader returns the header of a filter with the given scheme, k and number of words.
+func makeHeader(s bloom.Scheme, k int, words int64) ([HeaderSize]byte, error) {
+	var h [HeaderSize]byte
+	switch s {
 	case bloom.Guava64:
 		h[0] = ordinalMitz64
 	case bloom.Guava32:
 		h[0] = ordinalMitz32
 	default:
 		return h, fmt.Errorf("guava: a %s filter has no Guava strategy (Guava hashes with %s or %s): %w",
-			f.Scheme(), bloom.Guava64, bloom.Guava32, bloom.ErrIncompatible)
+			s, bloom.Guava64, bloom.Guava32, bloom.ErrIncompatible)
 	}
-	if f.K() > MaxK {
-		return h, fmt.Errorf("guava: k=%d does not fit in Guava's stream (at most %d hash functions): %w",
-			f.K(), MaxK, bloom.ErrIncompatible)
+	if k < 1 || k > MaxK {
+		return h, fmt.Errorf("guava: k=%d does not fit in Guava's stream (1 to %d hash functions): %w",
+			k, MaxK, bloom.ErrIncompatible)
 	}
-	words := f.ByteLen() / 8
-	if words > MaxWords {
-		return h, fmt.Errorf("guava: %d words exceed Guava's limit of %d (a Java int): %w",
+	if words < 1 || words > MaxWords {
+		return h, fmt.Errorf("guava: %d words do not fit in Guava's stream (1 to %d, a Java int): %w",
 			words, MaxWords, bloom.ErrIncompatible)
 	}
-	h[1] = byte(f.K())
+	h[1] = byte(k)
 	binary.BigEndian.PutUint32(h[2:], uint32(words))
 	return h, nil
 }
