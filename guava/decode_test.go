@@ -34,10 +34,10 @@ func TestDecodeErrors(t *testing.T) {
 		{"header only", header(1, 3, 1), "truncated: 0 of 1 words (6 of 14 bytes)"},
 		{"half a word", append(header(1, 3, 1), 1, 2, 3, 4), "truncated: 0 of 1 words (10 of 14 bytes)"},
 		{"one word short", append(header(0, 3, 2), make([]byte, 8)...), "truncated: 1 of 2 words (14 of 22 bytes)"},
-		{"ordinal 2", append(header(2, 3, 1), make([]byte, 8)...), "unknown strategy ordinal 2"},   // Guava: AIOOBE
+		{"ordinal 2", append(header(2, 3, 1), make([]byte, 8)...), "unknown strategy ordinal 2"},     // Guava: AIOOBE
 		{"ordinal -1", append(header(255, 3, 1), make([]byte, 8)...), "unknown strategy ordinal -1"}, // Guava: AIOOBE
-		{"k 0", append(header(1, 0, 1), make([]byte, 8)...), "number of hash functions is 0"},      // Guava: numHashFunctions (0) must be > 0
-		{"L 0", header(1, 3, 0), "data length of 0 words is not positive"},                         // Guava: data length is zero!
+		{"k 0", append(header(1, 0, 1), make([]byte, 8)...), "number of hash functions is 0"},        // Guava: numHashFunctions (0) must be > 0
+		{"L 0", header(1, 3, 0), "data length of 0 words is not positive"},                           // Guava: data length is zero!
 		{"L -1", header(1, 3, 0xffffffff), "data length of -1 words is not positive"},
 		{"L min int", header(1, 3, 0x80000000), "data length of -2147483648 words is not positive"},
 	}
