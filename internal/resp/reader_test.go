@@ -1,0 +1,314 @@
+package resp
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"strings"
+	"testing"
+	"testing/iotest"
+)
+
+// readAll reads commands until an error and returns them with the error.
+func readAll(r *Reader) ([][]string, error) {
+	var cmds [][]string
+	for {
+		args, err := r.ReadCommand()
+		if err != nil {
+			return cmds, err
+		}
+		cmd := make([]string, len(args))
+		for i, a := range args {
+			cmd[i] = string(a)
+		}
+		cmds = append(cmds, cmd)
+	}
+}
+
+func TestReadCommand(t *testing.T) {
+	tests := []struct {
+		in   string
+		want [][]string
+		err  string // the ProtocolError text, or "" for a clean io.EOF
+	}{
+		{in: "*1\r\n$4\r\nPING\r\n", want: [][]string{{"PING"}}},
+		{in: "*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$0\r\n\r\n", want: [][]string{{"SET", "k", ""}}},
+		{in: "*2\r\n$3\r\nGET\r\n$4\r\na\r\nb\r\n", want: [][]string{{"GET", "a\r\nb"}}},
+		{in: "*0\r\n*-1\r\n*1\r\n$1\r\nx\r\n", want: [][]string{{"x"}}},
+		{in: "PING\r\n", want: [][]string{{"PING"}}},
+		{in: "PING\n\r\n\n  \r\nECHO  a   b\n", want: [][]string{{"PING"}, {"ECHO", "a", "b"}}},
+		{in: "set k \"a b\\n\\x41\\x4g\"\r\n", want: [][]string{{"set", "k", "a b\nAx4g"}}},
+		{in: "set k 'it\\'s' ''\r\n", want: [][]string{{"set", "k", "it's", ""}}},
+		{in: "a\"b c\"d\r\n", err: "Protocol error: unbalanced quotes in request"},
+		{in: "a\"b c\" d\r\n", want: [][]string{{"ab c", "d"}}},
+		{in: "\"unterminated\r\n", err: "Protocol error: unbalanced quotes in request"},
+		{in: "\v\fx\vy\r\n", want: [][]string{{"x\vy"}}},
+		{in: "*1\r\n$3\r\nabcXY", err: "Protocol error: bulk string not terminated by CRLF"},
+		{in: "*1\r\n+PING\r\n", err: "Protocol error: expected '$', got '+'"},
+		{in: "*1\r\n$-1\r\n", err: "Protocol error: invalid bulk length"},
+		{in: "*1\r\n$01\r\nx\r\n", err: "Protocol error: invalid bulk length"},
+		{in: "*1\r\n$536870913\r\n", err: "Protocol error: invalid bulk length"},
+		{in: "*x\r\n", err: "Protocol error: invalid multibulk length"},
+		{in: "*2147483648\r\n", err: "Protocol error: invalid multibulk length"},
+		{in: "*1\r\r\n", err: "Protocol error: invalid multibulk length"},
+		{in: "*1\r\n$1\rx\r\n", err: "Protocol error: invalid bulk length"},
+		{in: "*1\r\n$1\r\nx\r\n*1\r\n$", err: "unexpected EOF", want: [][]string{{"x"}}},
+		{in: "*" + strings.Repeat("1", 70000), err: "Protocol error: too big mbulk count string"},
+		{in: "*1\r\n$" + strings.Repeat("1", 70000), err: "Protocol error: too big bulk count string"},
+		{in: strings.Repeat("a", 70000), err: "Protocol error: too big inline request"},
+		{in: strings.Repeat("a", 70000) + "\n", err: "Protocol error: too big inline request"},
+	}
+	for _, tt := range tests {
+		for _, chunked := range []bool{false, true} {
+			var src io.Reader = strings.NewReader(tt.in)
+			if chunked {
+				src = iotest.OneByteReader(src)
+			}
+			got, err := readAll(NewReader(src))
+			if fmt.Sprint(got) != fmt.Sprint(tt.want) {
+				t.Errorf("%.40q (chunked %v): commands %q, want %q", tt.in, chunked, got, tt.want)
+			}
+			var pe *ProtocolError
+			switch {
+			case tt.err == "" && err != io.EOF:
+				t.Errorf("%.40q (chunked %v): err %v, want EOF", tt.in, chunked, err)
+			case tt.err == "unexpected EOF" && err != io.ErrUnexpectedEOF:
+				t.Errorf("%.40q (chunked %v): err %v, want unexpected EOF", tt.in, chunked, err)
+			case tt.err != "" && tt.err != "unexpected EOF" && (!errors.As(err, &pe) || pe.Msg != tt.err || !errors.Is(err, ErrProtocol)):
+				t.Errorf("%.40q (chunked %v): err %v, want %q", tt.in, chunked, err, tt.err)
+			}
+		}
+	}
+}
+
+func TestUnauthenticatedLimits(t *testing.T) {
+	for _, tt := range []struct{ in, err string }{
+		{"*11\r\n", "Protocol error: unauthenticated multibulk length"},
+		{"*1\r\n$16385\r\n", "Protocol error: unauthenticated bulk length"},
+		{"a b c d e f g h i j k\r\n", "Protocol error: invalid multibulk length"},
+	} {
+		r := NewReader(strings.NewReader(tt.in))
+		r.Unauthenticated = true
+		_, err := r.ReadCommand()
+		var pe *ProtocolError
+		if !errors.As(err, &pe) || pe.Msg != tt.err {
+			t.Errorf("%q: err %v, want %q", tt.in, err, tt.err)
+		}
+	}
+	r := NewReader(strings.NewReader("*10\r\n" + strings.Repeat("$16384\r\n"+strings.Repeat("x", 16384)+"\r\n", 10)))
+	r.Unauthenticated = true
+	if args, err := r.ReadCommand(); err != nil || len(args) != 10 {
+		t.Errorf("10 args of 16384 bytes unauthenticated: %d args, %v", len(args), err)
+	}
+}
+
+// A declared length costs nothing until the bytes arrive: a client that announces 2^31 elements
+// of 512 MiB each and sends nothing more leaves a small buffer.
+func TestHugeDeclaredLengthsAllocateNothing(t *testing.T) {
+	r := NewReader(strings.NewReader("*2147483647\r\n$536870912\r\nabc"))
+	_, err := r.ReadCommand()
+	if err != io.ErrUnexpectedEOF {
+		t.Fatalf("err %v, want unexpected EOF", err)
+	}
+	if r.BufferSize() > 64<<10 {
+		t.Fatalf("buffer grew to %d bytes", r.BufferSize())
+	}
+	rr := NewReader(strings.NewReader("*2147483647\r\n*2147483647\r\n$536870912\r\n"))
+	if _, err := rr.ReadReply(); err != io.ErrUnexpectedEOF {
+		t.Fatalf("reply err %v, want unexpected EOF", err)
+	}
+}
+
+// BeforeRead runs only when no complete command is buffered: once per pipelined batch.
+func TestBeforeReadOncePerBatch(t *testing.T) {
+	batch := strings.Repeat("*2\r\n$4\r\nECHO\r\n$2\r\nhi\r\n", 50)
+	src := &chunks{parts: []string{batch, batch[:7], batch[7:]}}
+	r := NewReader(src)
+	calls := 0
+	r.BeforeRead = func() error { calls++; return nil }
+	n := 0
+	for {
+		_, err := r.ReadCommand()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		n++
+	}
+	if n != 100 || calls != 4 { // 3 reads with data, 1 read of EOF
+		t.Fatalf("%d commands, %d calls to BeforeRead; want 100, 4", n, calls)
+	}
+}
+
+type chunks struct{ parts []string }
+
+func (c *chunks) Read(p []byte) (int, error) {
+	if len(c.parts) == 0 {
+		return 0, io.EOF
+	}
+	n := copy(p, c.parts[0])
+	c.parts[0] = c.parts[0][n:]
+	if c.parts[0] == "" {
+		c.parts = c.parts[1:]
+	}
+	return n, nil
+}
+
+// A large bulk grows the buffer, and the buffer is given back once the reader is idle.
+func TestLargeBulkAndRelease(t *testing.T) {
+	big := bytes.Repeat([]byte("z"), 3<<20)
+	in := AppendCommand(nil, []byte("BF.LOADCHUNK"), []byte("k"), []byte("9"), big)
+	in = AppendCommand(in, []byte("PING"))
+	r := NewReader(iotest.HalfReader(bytes.NewReader(in)))
+	args, err := r.ReadCommand()
+	if err != nil || len(args) != 4 || !bytes.Equal(args[3], big) {
+		t.Fatalf("big command: %d args, %v", len(args), err)
+	}
+	if args, err = r.ReadCommand(); err != nil || string(args[0]) != "PING" {
+		t.Fatalf("after big command: %q, %v", args, err)
+	}
+	if _, err := r.ReadCommand(); err != io.EOF {
+		t.Fatal(err)
+	}
+	if r.BufferSize() > keepBuf {
+		t.Fatalf("idle buffer still %d bytes", r.BufferSize())
+	}
+}
+
+type repeatReader struct {
+	data []byte
+	off  int
+}
+
+func (r *repeatReader) Read(p []byte) (int, error) {
+	n := copy(p, r.data[r.off:])
+	r.off = (r.off + n) % len(r.data)
+	return n, nil
+}
+
+func TestReadCommandAllocs(t *testing.T) {
+	batch := bytes.Repeat(AppendCommand(nil, []byte("BF.ADD"), []byte("key"), []byte("item-1234")), 16)
+	r := NewReader(&repeatReader{data: batch})
+	for range 100 {
+		if _, err := r.ReadCommand(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if a := testing.AllocsPerRun(1000, func() {
+		if _, err := r.ReadCommand(); err != nil {
+			t.Fatal(err)
+		}
+	}); a != 0 {
+		t.Fatalf("ReadCommand allocates %v times per command", a)
+	}
+}
+
+func TestParseInt(t *testing.T) {
+	for in, want := range map[string]int64{"0": 0, "1": 1, "-1": -1, "9223372036854775807": 1<<63 - 1, "-9223372036854775808": -1 << 63} {
+		if got, ok := ParseInt([]byte(in)); !ok || got != want {
+			t.Errorf("ParseInt(%q) = %d, %v", in, got, ok)
+		}
+	}
+	for _, in := range []string{"", "-", "+1", "01", "-0", " 1", "1 ", "1e3", "1.5", "9223372036854775808", "-9223372036854775809", "99999999999999999999"} {
+		if got, ok := ParseInt([]byte(in)); ok {
+			t.Errorf("ParseInt(%q) = %d, want failure", in, got)
+		}
+	}
+}
+
+func TestReadReply(t *testing.T) {
+	in := "+OK\r\n-ERR x\r\n:-5\r\n$3\r\nabc\r\n$-1\r\n*-1\r\n*2\r\n:1\r\n$0\r\n\r\n" +
+		"_\r\n#t\r\n#f\r\n,1.5\r\n(123\r\n!3\r\nbad\r\n=8\r\ntxt:abcd\r\n%1\r\n+k\r\n:2\r\n~1\r\n:3\r\n>1\r\n+p\r\n" +
+		"|1\r\n+a\r\n+b\r\n:7\r\n"
+	want := []string{`"OK"`, "(error) ERR x", "(integer) -5", `"abc"`, "(nil)", "(nil)", `[(integer) 1, ""]`,
+		"(nil)", "(boolean) true", "(boolean) false", `"1.5"`, `"123"`, "(error) bad", `"txt:abcd"`,
+		`["k", (integer) 2]`, "[(integer) 3]", `["p"]`, "(integer) 7"}
+	for _, chunked := range []bool{false, true} {
+		var src io.Reader = strings.NewReader(in)
+		if chunked {
+			src = iotest.OneByteReader(src)
+		}
+		r := NewReader(src)
+		var out []byte
+		for i, w := range want {
+			v, err := r.ReadReply()
+			if err != nil {
+				t.Fatalf("value %d: %v", i, err)
+			}
+			if v.String() != w {
+				t.Errorf("value %d = %s, want %s", i, v, w)
+			}
+			out = AppendValue(out, v)
+		}
+		if _, err := r.ReadReply(); err != io.EOF {
+			t.Fatalf("at end: %v", err)
+		}
+		if string(out) != in {
+			t.Errorf("re-encoded\n%q\nwant\n%q", out, in)
+		}
+	}
+	for _, bad := range []string{"?x\r\n", ":1x\r\n", "#x\r\n", "_x\r\n", "$2\r\nabc\r\n", "*-2\r\n", "!-1\r\n", "|1\r\n+a\r\n+b\r\n|1\r\n+a\r\n+b\r\n:1\r\n",
+		strings.Repeat("*1\r\n", 100) + ":1\r\n"} {
+		_, err := NewReader(strings.NewReader(bad)).ReadReply()
+		if !errors.Is(err, ErrProtocol) {
+			t.Errorf("%q: err %v, want a protocol error", bad, err)
+		}
+	}
+}
+
+func TestWriter(t *testing.T) {
+	for _, tt := range []struct {
+		proto int
+		want  string
+	}{
+		{2, "+OK\r\n-ERR a  b\r\n:42\r\n$1\r\nx\r\n$-1\r\n*-1\r\n*4\r\n*2\r\n:1\r\n:0\r\n$3\r\n1.5\r\n$3\r\ninf\r\n$2\r\nhi\r\n"},
+		{3, "+OK\r\n-ERR a  b\r\n:42\r\n$1\r\nx\r\n_\r\n_\r\n%2\r\n~2\r\n#t\r\n#f\r\n,1.5\r\n,inf\r\n=6\r\ntxt:hi\r\n"},
+	} {
+		var sb strings.Builder
+		w := NewWriter(&sb)
+		w.Proto = tt.proto
+		w.OK()
+		w.Error("ERR a\r\nb")
+		w.Int(42)
+		w.BulkString("x")
+		w.Null()
+		w.NullArray()
+		w.Map(2)
+		w.Set(2)
+		w.Bool(true)
+		w.Bool(false)
+		w.Double(1.5)
+		w.Double(posInf)
+		w.Verbatim("hi")
+		if sb.Len() != 0 {
+			t.Fatal("Writer wrote before Flush")
+		}
+		if err := w.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		if sb.String() != tt.want {
+			t.Errorf("RESP%d:\n%q\nwant\n%q", tt.proto, sb.String(), tt.want)
+		}
+	}
+	// The first error sticks.
+	fw := &failWriter{}
+	w := NewWriter(fw)
+	w.OK()
+	if err := w.Flush(); err == nil {
+		t.Fatal("Flush to a failing writer succeeded")
+	}
+	w.OK()
+	if err := w.Flush(); err == nil || fw.calls != 1 {
+		t.Fatalf("second Flush: err %v after %d writes; want the first error and no write", err, fw.calls)
+	}
+}
+
+var posInf = math.Inf(1)
+
+type failWriter struct{ calls int }
+
+func (f *failWriter) Write(p []byte) (int, error) { f.calls++; return 0, errors.New("broken pipe") }
