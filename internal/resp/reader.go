@@ -368,7 +368,9 @@ func (r *Reader) parseInline() (bool, error) {
 }
 
 // isSpace is C's isspace, which Redis uses to skip blanks between inline arguments.
-func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r' }
+func isSpace(c byte) bool {
+	return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r'
+}
 
 func hexVal(c byte) (byte, bool) {
 	switch {
