@@ -1,0 +1,110 @@
+package redisfilter
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/bloomd/bloom/internal/redistest"
+	"github.com/redis/go-redis/v9"
+)
+
+func TestMain(m *testing.M) { redistest.Main(m) }
+
+// standalone returns a client of the package's shared password-protected redis-server.
+func standalone(tb testing.TB) *redis.Client {
+	tb.Helper()
+	s := redistest.Shared(tb)
+	c := redis.NewClient(&redis.Options{Addr: s.Addr, Password: s.Password})
+	tb.Cleanup(func() { c.Close() })
+	return c
+}
+
+// cluster returns a client of the package's shared 3-master cluster.
+func cluster(tb testing.TB) *redis.ClusterClient {
+	tb.Helper()
+	cl := redistest.SharedCluster(tb)
+	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: cl.Addrs})
+	tb.Cleanup(func() { c.Close() })
+	return c
+}
+
+// topologies runs f once against the standalone server and once against the cluster.
+func topologies(t *testing.T, f func(t *testing.T, c redis.UniversalClient)) {
+	t.Run("standalone", func(t *testing.T) { f(t, standalone(t)) })
+	t.Run("cluster", func(t *testing.T) { f(t, cluster(t)) })
+}
+
+var nameSeq atomic.Int64
+
+// uniqueName returns a filter name no other test (or earlier -count run) uses.
+func uniqueName(t testing.TB) string {
+	r := strings.NewReplacer("/", ".", "{", "", "}", "", " ", "_")
+	return fmt.Sprintf("t.%s.%d.%d", r.Replace(t.Name()), time.Now().UnixNano()%1e9, nameSeq.Add(1))
+}
+
+// keys returns n distinct keys with the given prefix.
+func keys(prefix string, n int) [][]byte {
+	out := make([][]byte, n)
+	for i := range out {
+		out[i] = fmt.Appendf(nil, "%s-%d", prefix, i)
+	}
+	return out
+}
+
+func ctxT(t testing.TB) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// counter is a go-redis hook that counts what a client sends: single commands (each one round
+// trip), pipelines (each one round trip per node) and the commands inside them.
+type counter struct {
+	mu        sync.Mutex
+	single    int
+	pipelines int
+	piped     int
+	names     []string
+}
+
+func (c *counter) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (c *counter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		c.mu.Lock()
+		c.single++
+		c.names = append(c.names, cmd.Name())
+		c.mu.Unlock()
+		return next(ctx, cmd)
+	}
+}
+
+func (c *counter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		c.mu.Lock()
+		c.pipelines++
+		c.piped += len(cmds)
+		for _, cmd := range cmds {
+			c.names = append(c.names, cmd.Name())
+		}
+		c.mu.Unlock()
+		return next(ctx, cmds)
+	}
+}
+
+func (c *counter) reset() {
+	c.mu.Lock()
+	c.single, c.pipelines, c.piped, c.names = 0, 0, 0, nil
+	c.mu.Unlock()
+}
+
+func (c *counter) get() (single, pipelines, piped int, names []string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.single, c.pipelines, c.piped, append([]string(nil), c.names...)
+}
