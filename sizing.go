@@ -75,7 +75,7 @@ func RedisBloomSize(capacity uint64, p float64) (m uint64, k int, bpe float64, e
 	}
 	// RedisBloom divides by the literal 0.480453013918201 and multiplies by 0.693147180559945;
 	// using the same literals keeps k and m identical at the edges.
-	bpe = math.Abs(-math.Log(p) / 0.480453013918201)
+	bpe = math.Abs(-lnExact(p) / 0.480453013918201)
 	bits := float64(capacity) * bpe
 	if bits >= maxBits {
 		return 0, 0, 0, fmt.Errorf("%w: capacity %d at p=%g needs %.3g bits (limit %d)", ErrTooLarge, capacity, p, bits, uint64(maxBits))
