@@ -3,6 +3,7 @@ package redisfilter
 import (
 	"context"
 	"fmt"
+	"iter"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -107,4 +108,17 @@ func (c *counter) get() (single, pipelines, piped int, names []string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.single, c.pipelines, c.piped, append([]string(nil), c.names...)
+}
+
+// seqOf yields keys through one reused buffer, as a scanner over a file would.
+func seqOf(keys [][]byte) iter.Seq[[]byte] {
+	return func(yield func([]byte) bool) {
+		var buf []byte
+		for _, k := range keys {
+			buf = append(buf[:0], k...)
+			if !yield(buf) {
+				return
+			}
+		}
+	}
 }
