@@ -83,6 +83,7 @@ type Filter struct {
 	client   redis.UniversalClient
 	name     string
 	redisson bool
+	counting bool // 4-bit counters instead of bits (CountingFilter)
 	scheme   bloom.Scheme
 	m        uint64 // modulus: positions are reduced into [0, m)
 	k        int
@@ -119,7 +120,7 @@ func New(ctx context.Context, c redis.UniversalClient, name string, n uint64, p 
 	if err != nil {
 		return nil, err
 	}
-	f := newNative(c, name, o, m, k, n, p, o.PartBits)
+	f := newNative(c, name, o, "classic", m, k, n, p, o.PartBits)
 	if err := f.init(ctx, "new"); err != nil {
 		return nil, err
 	}
@@ -130,6 +131,10 @@ func New(ctx context.Context, c redis.UniversalClient, name string, n uint64, p 
 // stored beside it. It fails with ErrNotFound if there is none. opt's Scheme and PartBits are
 // ignored.
 func Open(ctx context.Context, c redis.UniversalClient, name string, opt *Options) (*Filter, error) {
+	return openNative(ctx, c, name, opt, "classic")
+}
+
+func openNative(ctx context.Context, c redis.UniversalClient, name string, opt *Options, kind string) (*Filter, error) {
 	o, err := opt.resolve()
 	if err != nil {
 		return nil, err
@@ -141,7 +146,7 @@ func Open(ctx context.Context, c redis.UniversalClient, name string, opt *Option
 	if err != nil {
 		return nil, err
 	}
-	fields, err := expectKind(name, line, "classic")
+	fields, err := expectKind(name, line, kind)
 	if err != nil {
 		return nil, err
 	}
@@ -171,7 +176,7 @@ func Open(ctx context.Context, c redis.UniversalClient, name string, opt *Option
 		return nil, fmt.Errorf("%w: filter %q has parameters this package cannot use: %q", ErrConfigMismatch, name, line)
 	}
 	o.Scheme = scheme
-	f := newNative(c, name, o, m, int(k), n, p, partBits)
+	f := newNative(c, name, o, kind, m, int(k), n, p, partBits)
 	if f.parts[0].want != line {
 		return nil, fmt.Errorf("%w: filter %q: %s", ErrConfigMismatch, name, describeMismatch(line, f.parts[0].want))
 	}
@@ -209,13 +214,17 @@ func expectKind(name, line, kind string) ([]field, error) {
 	return fields, nil
 }
 
-func newNative(c redis.UniversalClient, name string, o Options, m uint64, k int, n uint64, p float64, partBits uint64) *Filter {
-	f := &Filter{client: c, name: name, scheme: o.Scheme, m: m, k: k, n: n, p: p, partBits: partBits, opt: o}
+func newNative(c redis.UniversalClient, name string, o Options, kind string, m uint64, k int, n uint64, p float64, partBits uint64) *Filter {
+	f := &Filter{client: c, name: name, counting: kind == "counting", scheme: o.Scheme, m: m, k: k, n: n, p: p, partBits: partBits, opt: o}
+	data := "}:bits"
+	if f.counting {
+		data = "}:counters"
+	}
 	nparts := int((m + partBits - 1) / partBits)
 	for i := range nparts {
 		tag := name
 		fields := []field{
-			{"kind", "classic"}, {"scheme", f.scheme.String()}, {"m", u64(m)}, {"k", strconv.Itoa(k)},
+			{"kind", kind}, {"scheme", f.scheme.String()}, {"m", u64(m)}, {"k", strconv.Itoa(k)},
 			{"n", u64(n)}, {"p", formatRate(p)}, {"parts", strconv.Itoa(nparts)},
 		}
 		if nparts > 1 {
@@ -223,7 +232,7 @@ func newNative(c redis.UniversalClient, name string, o Options, m uint64, k int,
 			fields = append(fields, field{"part", strconv.Itoa(i)}, field{"partbits", u64(partBits)})
 		}
 		line := paramLine(fields...)
-		f.parts = append(f.parts, part{meta: "{" + tag + "}:meta", data: "{" + tag + "}:bits", check: []any{line}, want: line})
+		f.parts = append(f.parts, part{meta: "{" + tag + "}:meta", data: "{" + tag + data, check: []any{line}, want: line})
 	}
 	return f
 }
@@ -386,6 +395,9 @@ func (f *Filter) init(ctx context.Context, op string) error {
 }
 
 func (f *Filter) script() *redis.Script {
+	if f.counting {
+		return countingScript
+	}
 	if f.redisson {
 		return redissonScript
 	}
@@ -486,14 +498,14 @@ func (f *Filter) do(ctx context.Context, opName, op string, keys [][]byte) ([]bo
 }
 
 // calls builds the script calls for a batch of keys: ScriptKeys keys per call and, for a split
-// filter, one call per part that holds some of their positions. Tests start from true and are
-// ANDed over parts; adds start from false and are ORed.
+// filter, one call per part that holds some of their positions. Adds start from false and are
+// ORed over parts (new if new anywhere); tests and removes start from true and are ANDed.
 func (f *Filter) calls(op string, keys [][]byte, base int, out []bool) []*call {
 	var calls []*call
 	pos := make([]uint64, 0, f.k)
 	for s := 0; s < len(keys); s += f.opt.ScriptKeys {
 		e := min(s+f.opt.ScriptKeys, len(keys))
-		if op == "t" {
+		if op != "a" {
 			for i := s; i < e; i++ {
 				out[base+i] = true
 			}
@@ -557,9 +569,10 @@ func (f *Filter) calls(op string, keys [][]byte, base int, out []bool) []*call {
 // offset is the SETBIT offset of bit b of a part. Redis numbers bits from the most significant
 // bit of each byte; the native layout flips that within each byte so that the string's bytes are
 // the little-endian words of a bloom.Filter (bit b in byte b>>3 under mask 1<<(b&7)), and GET
-// returns exactly what bloom.Filter.WriteAt takes. Redisson's layout keeps SETBIT's order.
+// returns exactly what bloom.Filter.WriteAt takes. Redisson's layout keeps SETBIT's order, and
+// counting filters address counter b (BITFIELD's #b).
 func (f *Filter) offset(b uint64) uint64 {
-	if f.redisson {
+	if f.redisson || f.counting {
 		return b
 	}
 	return b ^ 7

@@ -1,0 +1,162 @@
+package redisfilter
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// counters reads a key's k counters straight from Redis.
+func counters(t *testing.T, c redis.UniversalClient, f *CountingFilter, key []byte) []int64 {
+	t.Helper()
+	args := []any{}
+	for _, j := range f.f.scheme.Locations(nil, key, f.f.k, f.f.m) {
+		args = append(args, "GET", "u4", fmt.Sprintf("#%d", j))
+	}
+	v, err := c.BitField(ctxT(t), f.Keys()[1], args...).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+func TestCountingAddRemove(t *testing.T) {
+	topologies(t, func(t *testing.T, c redis.UniversalClient) {
+		ctx := ctxT(t)
+		f, err := NewCounting(ctx, c, uniqueName(t), 1000, 0.01, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		in := keys("in", 600)
+		added, err := f.AddMany(ctx, in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := strings.Count(formatBools(added), "1"); n < 590 {
+			t.Errorf("only %d of 600 distinct keys reported new", n)
+		}
+		for _, key := range in[:300] {
+			if err := f.Remove(ctx, key); err != nil {
+				t.Fatalf("Remove(%q): %v", key, err)
+			}
+		}
+		kept, err := f.TestMany(ctx, in[300:])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(formatBools(kept), "0") {
+			t.Fatal("removing some keys made other keys test absent (false negatives)")
+		}
+		gone, err := f.TestMany(ctx, in[:300])
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Removed keys now answer like never-added ones: about 1% false positives at 300 keys
+		// (fewer than the 1000 the filter is sized for). 15 is over 5 sigma above 3.
+		if n := strings.Count(formatBools(gone), "1"); n > 15 {
+			t.Errorf("%d of 300 removed keys still test present", n)
+		}
+		// A key that is definitely absent: Remove fails and changes nothing.
+		absent := []byte("never added")
+		if ok, _ := f.Test(ctx, absent); ok {
+			t.Skip("the probe key is a false positive; pick another")
+		}
+		before, _ := c.Get(ctx, f.Keys()[1]).Result()
+		if err := f.Remove(ctx, absent); !errors.Is(err, ErrNotPresent) {
+			t.Fatalf("Remove(absent) err = %v; want ErrNotPresent", err)
+		}
+		if after, _ := c.Get(ctx, f.Keys()[1]).Result(); after != before {
+			t.Fatal("a refused Remove changed the counters")
+		}
+	})
+}
+
+// TestCountingSaturation: counters stop at 15 and then never decrement, so a key added more than
+// 15 times stays present however often it is removed, and Add twice / Remove once keeps it.
+func TestCountingSaturation(t *testing.T) {
+	c := standalone(t)
+	ctx := ctxT(t)
+	f, err := NewCounting(ctx, c, uniqueName(t), 1000, 0.01, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	twice := []byte("twice")
+	for range 2 {
+		if _, err := f.Add(ctx, twice); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := f.Remove(ctx, twice); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := f.Test(ctx, twice); err != nil || !ok {
+		t.Fatalf("after 2 adds and 1 remove, Test = %v, %v; want present", ok, err)
+	}
+	if err := f.Remove(ctx, twice); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Remove(ctx, twice); !errors.Is(err, ErrNotPresent) {
+		t.Fatalf("third Remove of a key added twice: err = %v; want ErrNotPresent", err)
+	}
+
+	hot := []byte("hot")
+	for i := range 20 {
+		isNew, err := f.Add(ctx, hot)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if isNew != (i == 0) {
+			t.Fatalf("Add #%d of the same key reported new=%v", i+1, isNew)
+		}
+	}
+	for _, v := range counters(t, c, f, hot) {
+		if v != 15 {
+			t.Fatalf("counters after 20 adds = %v; want all saturated at 15", counters(t, c, f, hot))
+		}
+	}
+	for range 25 {
+		if err := f.Remove(ctx, hot); err != nil {
+			t.Fatalf("Remove of a saturated key: %v", err)
+		}
+	}
+	for _, v := range counters(t, c, f, hot) {
+		if v != 15 {
+			t.Fatalf("saturated counters changed by Remove: %v", counters(t, c, f, hot))
+		}
+	}
+}
+
+func TestCountingParams(t *testing.T) {
+	c := standalone(t)
+	ctx := ctxT(t)
+	name := uniqueName(t)
+	f, err := NewCounting(ctx, c, name, 1000, 0.01, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := NewCounting(ctx, c, name, 2000, 0.01, nil); !errors.Is(err, ErrConfigMismatch) {
+		t.Fatalf("NewCounting with other n: err = %v; want ErrConfigMismatch", err)
+	}
+	if _, err := New(ctx, c, name, 1000, 0.01, nil); !errors.Is(err, ErrConfigMismatch) || !strings.Contains(err.Error(), "kind: stored counting, this handle classic") {
+		t.Fatalf("a classic handle on a counting filter: err = %v", err)
+	}
+	if _, err := Open(ctx, c, name, nil); !errors.Is(err, ErrConfigMismatch) {
+		t.Fatalf("Open (classic) of a counting filter: err = %v; want ErrConfigMismatch", err)
+	}
+	o, err := OpenCounting(ctx, c, name, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.M() != f.M() || o.K() != f.K() {
+		t.Fatalf("OpenCounting: m=%d k=%d; want %d, %d", o.M(), o.K(), f.M(), f.K())
+	}
+	if _, err := NewCounting(ctx, c, uniqueName(t), 1e9, 0.01, nil); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("NewCounting beyond MaxCounters: err = %v; want ErrInvalid", err)
+	}
+	if err := f.Remove(ctx, []byte("x")); !errors.Is(err, ErrNotPresent) {
+		t.Fatalf("Remove from an empty filter: err = %v", err)
+	}
+}
