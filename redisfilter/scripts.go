@@ -140,16 +140,18 @@ return table.concat(out)
 // number of keys added to each link); KEYS[2..L+1]: the bitmaps of links 0..L-1.
 // ARGV[1]: the parameter line; ARGV[2]: op; ARGV[3]: number of keys; ARGV[4]: L, the number of
 // links the client sent (for adds, one more than it believes exist, so the chain can grow);
-// ARGV[5..4+L]: each link's capacity; ARGV[5+L..4+2L]: each link's k; then for each key, for
-// each link in order, that link's k bit offsets.
+// ARGV[5]: the most links the chain may have; ARGV[6..5+L]: each link's capacity;
+// ARGV[6+L..5+2L]: each link's k; then for each key, for each link in order, that link's k bit
+// offsets.
 //
 // A key is present when all its bits are set in some existing link (newest first). Add puts a
 // key that is not present into the newest link; when that link already holds its capacity, the
 // script appends a new link first. If the chain needs a link the client did not send (or has
 // more links than the client knows), the script stops and answers with the results so far and
-// the chain's length; the client resends the rest. The reply is {results, links}.
+// the chain's length; the client resends the rest. A chain at its most links stops growing and
+// adds to its newest link beyond capacity. The reply is {results, links}.
 const scalableScript = `
-local op, n, L = ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4])
+local op, n, L, maxl = ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
 local stored = redis.call('HGET', KEYS[1], 'params')
 local links
 if not stored then
@@ -165,13 +167,13 @@ end
 if links > L then return {'', links} end
 local caps, ks, off, stride = {}, {}, {}, 0
 for i = 1, L do
-  caps[i] = tonumber(ARGV[4 + i]); ks[i] = tonumber(ARGV[4 + L + i]); off[i] = stride; stride = stride + ks[i]
+  caps[i] = tonumber(ARGV[5 + i]); ks[i] = tonumber(ARGV[5 + L + i]); off[i] = stride; stride = stride + ks[i]
 end
 local counts = {}
 if op == 'a' then
   for i = 1, links do counts[i] = tonumber(redis.call('HGET', KEYS[1], 'c' .. (i - 1)) or '0') end
 end
-local base, out, dirty = 5 + 2 * L, {}, false
+local base, out, dirty = 6 + 2 * L, {}, false
 for x = 1, n do
   local j = base + (x - 1) * stride
   local present = false
@@ -187,7 +189,7 @@ for x = 1, n do
   elseif present then
     out[x] = 0
   else
-    if counts[links] >= caps[links] then
+    if counts[links] >= caps[links] and links < maxl then
       if links >= L then break end
       links = links + 1
       counts[links] = 0
