@@ -10,7 +10,9 @@
 // environment sets BLOOM_REQUIRE_REDIS=1 (as CI does), in which case they fail it.
 //
 // Shared servers live for the whole test binary: the package's TestMain must call Main, which
-// runs the tests and then stops them.
+// runs the tests and then stops them (and runs what AtExit registered).
+//
+// StartProgram runs another RESP server the same way, such as bloomd built by a test.
 package redistest
 
 import (
@@ -135,13 +137,22 @@ func startIn(dir string, opt *Options, cluster bool) (*Server, error) {
 	if opt == nil {
 		opt = &Options{}
 	}
+	return startProgram(dir, opt.Password, cluster, func(port int) (string, []string) {
+		return "redis-server", redisArgs(dir, port, opt, cluster)
+	})
+}
+
+// startProgram starts a RESP server on a free port, retrying with another port if the chosen one
+// was taken between probing and binding.
+func startProgram(dir, password string, cluster bool, command func(port int) (string, []string)) (*Server, error) {
 	var lastErr error
 	for range 5 {
 		port, err := freePort(cluster)
 		if err != nil {
 			return nil, err
 		}
-		s, err := launch(dir, port, opt, cluster)
+		bin, args := command(port)
+		s, err := launch(dir, port, password, bin, args)
 		if err == nil {
 			return s, nil
 		}
@@ -150,7 +161,24 @@ func startIn(dir string, opt *Options, cluster bool) (*Server, error) {
 	return nil, lastErr
 }
 
-func launch(dir string, port int, opt *Options, cluster bool) (*Server, error) {
+// StartProgram starts another RESP server, such as bloomd, on a free loopback port with the
+// arguments args returns for that port and a fresh temporary directory, and waits until it
+// answers PING (after AUTH password, if password is set). The caller must Close it.
+func StartProgram(bin string, password string, args func(port int, dir string) []string) (*Server, error) {
+	dir, err := os.MkdirTemp("", "redistest-")
+	if err != nil {
+		return nil, fmt.Errorf("redistest: %w", err)
+	}
+	s, err := startProgram(dir, password, false, func(port int) (string, []string) { return bin, args(port, dir) })
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	s.owned = true
+	return s, nil
+}
+
+func redisArgs(dir string, port int, opt *Options, cluster bool) []string {
 	args := []string{
 		"--port", strconv.Itoa(port),
 		"--bind", "127.0.0.1",
@@ -173,19 +201,22 @@ func launch(dir string, port int, opt *Options, cluster bool) (*Server, error) {
 			args = append(args, "--masterauth", opt.Password)
 		}
 	}
-	args = append(args, opt.Args...)
-	cmd := exec.Command("redis-server", args...)
+	return append(args, opt.Args...)
+}
+
+func launch(dir string, port int, password, bin string, args []string) (*Server, error) {
+	cmd := exec.Command(bin, args...)
 	cmd.Dir = dir
 	var stderr strings.Builder
 	cmd.Stdout = &stderr
 	cmd.Stderr = &stderr
 	setDeathSignal(cmd)
 	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("redistest: starting redis-server: %w", err)
+		return nil, fmt.Errorf("redistest: starting %s: %w", bin, err)
 	}
 	s := &Server{
 		Addr:     net.JoinHostPort("127.0.0.1", strconv.Itoa(port)),
-		Password: opt.Password,
+		Password: password,
 		Dir:      dir,
 		cmd:      cmd,
 		done:     make(chan struct{}),
@@ -197,14 +228,14 @@ func launch(dir string, port int, opt *Options, cluster bool) (*Server, error) {
 	for {
 		select {
 		case <-s.done:
-			return nil, fmt.Errorf("redistest: redis-server on port %d exited at start: %s", port, strings.TrimSpace(stderr.String()))
+			return nil, fmt.Errorf("redistest: %s on port %d exited at start: %s", bin, port, strings.TrimSpace(stderr.String()))
 		default:
 		}
 		if _, err := s.Do("PING"); err == nil {
 			return s, nil
 		} else if time.Now().After(deadline) {
 			s.Close()
-			return nil, fmt.Errorf("redistest: redis-server on port %d did not answer within 10s: %v", port, err)
+			return nil, fmt.Errorf("redistest: %s on port %d did not answer within 10s: %v", bin, port, err)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -451,6 +482,7 @@ func freePort(cluster bool) (int, error) {
 // The shared servers of this test binary, started on first use and stopped by Main.
 var shared struct {
 	mu         sync.Mutex
+	atExit     []func()
 	server     *Server
 	serverErr  error
 	cluster    *Cluster
@@ -499,6 +531,9 @@ func SharedCluster(tb testing.TB) *Cluster {
 func Main(m *testing.M) {
 	code := m.Run()
 	shared.mu.Lock()
+	for i := len(shared.atExit) - 1; i >= 0; i-- {
+		shared.atExit[i]()
+	}
 	if shared.server != nil {
 		shared.server.Close()
 	}
@@ -507,4 +542,12 @@ func Main(m *testing.M) {
 	}
 	shared.mu.Unlock()
 	os.Exit(code)
+}
+
+// AtExit registers f to run when Main's tests have finished, before the shared servers stop: the
+// place to stop a server a package shares across its tests, or remove a binary it built.
+func AtExit(f func()) {
+	shared.mu.Lock()
+	shared.atExit = append(shared.atExit, f)
+	shared.mu.Unlock()
 }

@@ -2,6 +2,7 @@ package redistest
 
 import (
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -55,5 +56,23 @@ func TestKillAndClose(t *testing.T) {
 	}
 	if _, err := os.Stat(dir); err == nil {
 		t.Fatalf("directory %s still exists after Close", dir)
+	}
+}
+
+// TestStartProgram runs redis-server through the generic path other RESP servers (bloomd) use.
+func TestStartProgram(t *testing.T) {
+	Require(t)
+	s, err := StartProgram("redis-server", "pw", func(port int, dir string) []string {
+		return []string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--dir", dir, "--save", "", "--requirepass", "pw"}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if got, err := s.Do("PING"); err != nil || got != "PONG" {
+		t.Fatalf("PING = %q, %v", got, err)
+	}
+	if _, err := StartProgram("/nonexistent/server", "", func(int, string) []string { return nil }); err == nil {
+		t.Fatal("StartProgram of a missing binary succeeded")
 	}
 }
