@@ -320,4 +320,3 @@ func (in *interp) do(args []string) []string {
 	}
 	panic(fmt.Sprintf("interp: unsupported command %q", cmd))
 }
-
