@@ -1,0 +1,620 @@
+package server
+
+import (
+	"errors"
+	"math"
+	"strconv"
+	"strings"
+	"sync/atomic"
+
+	"github.com/bloomd/bloom"
+	"github.com/bloomd/bloom/internal/resp"
+	"github.com/bloomd/bloom/redisbloom"
+)
+
+// bloomTypeName is RedisBloom's data type name, which TYPE reports.
+const bloomTypeName = "MBbloom--"
+
+// RedisBloom 2.6's replies, byte for byte (some lack the ERR prefix, one ends in a space).
+const (
+	errNotFound       = "ERR not found"
+	errItemExists     = "ERR item exists"
+	errFull           = "ERR non scaling filter is full"
+	errProblem        = "ERR problem inserting into filter"
+	errCouldNotCreate = "ERR could not create filter"
+	errBadData        = "ERR received bad data"
+)
+
+// A bloomValue is a filter stored under a key: a RedisBloom chain, and the bytes it has reserved
+// through its Reserve hook (its Size, as long as no allocation failed after the hook agreed).
+type bloomValue struct {
+	ch  *redisbloom.Chain
+	mem atomic.Int64
+}
+
+// errReserve is what the Reserve hook returns when the memory limit refuses an allocation.
+var errReserve = errors.New("server: memory limit reached")
+
+// newBloomValue returns a value whose chain will be made by mk with a Reserve hook that charges
+// the keyspace and refuses what would pass the memory limit.
+func (s *Server) newBloomValue(mk func(opts *redisbloom.Options) (*redisbloom.Chain, error)) (*bloomValue, error) {
+	bv := &bloomValue{}
+	ch, err := mk(&redisbloom.Options{Reserve: func(n uint64) error {
+		if n > math.MaxInt64 || !s.ks.reserve(int64(n), s.memoryLimit()) {
+			s.stats.oom.Add(1)
+			return errReserve
+		}
+		bv.mem.Add(int64(n))
+		return nil
+	}})
+	if err != nil {
+		s.ks.used.Add(-bv.mem.Swap(0)) // a hook that agreed before the allocation failed
+		return nil, err
+	}
+	bv.ch = ch
+	return bv, nil
+}
+
+// reconcile gives back what the hook charged for an allocation that then failed.
+func (s *Server) reconcile(bv *bloomValue) {
+	for {
+		charged, actual := bv.mem.Load(), int64(bv.ch.Size())
+		if charged <= actual || bv.mem.CompareAndSwap(charged, actual) {
+			if charged > actual {
+				s.ks.used.Add(actual - charged)
+			}
+			return
+		}
+	}
+}
+
+// createErr maps a failure to create a chain to RedisBloom's reply, or to Redis's OOM error when
+// the memory limit refused it.
+func createErr(err error) string {
+	if errors.Is(err, errReserve) {
+		return errOOM
+	}
+	return errCouldNotCreate
+}
+
+// Per-item results of adds.
+const (
+	resAdded   int8 = 1
+	resPresent int8 = 0
+	resProblem int8 = -1 // ERR problem inserting into filter
+	resFull    int8 = -2 // ERR non scaling filter is full (stops the command)
+	resOOM     int8 = -3 // growth refused by the memory limit
+)
+
+// addItems adds items to bv as RedisBloom's bfInsertCommon does, stopping after a full
+// non-scaling filter, and returns the per-item results (in c.scratch) and whether any item
+// changed the filter.
+func (c *Conn) addItems(bv *bloomValue, items [][]byte) ([]int8, bool) {
+	res := c.scratch[:0]
+	changed := false
+	for _, it := range items {
+		added, err := bv.ch.Add(it)
+		switch {
+		case err == nil && added:
+			res = append(res, resAdded)
+			changed = true
+		case err == nil:
+			res = append(res, resPresent)
+		case errors.Is(err, redisbloom.ErrFull):
+			res = append(res, resFull)
+		case errors.Is(err, errReserve):
+			res = append(res, resOOM)
+		default:
+			c.srv.reconcile(bv)
+			res = append(res, resProblem)
+		}
+		if res[len(res)-1] == resFull {
+			break
+		}
+	}
+	c.scratch = res
+	return res, changed
+}
+
+func (c *Conn) writeResult(r int8) {
+	switch r {
+	case resAdded:
+		c.w.Bool(true)
+	case resPresent:
+		c.w.Bool(false)
+	case resFull:
+		c.w.Error(errFull)
+	case resOOM:
+		c.w.Error(errOOM)
+	default:
+		c.w.Error(errProblem)
+	}
+}
+
+// insertOpts are the settings of a filter that an add creates.
+type insertOpts struct {
+	capacity   int64
+	errorRate  float64
+	expansion  int64
+	nonScaling bool
+	noCreate   bool
+}
+
+var defaultInsert = insertOpts{capacity: redisbloom.DefaultCapacity, errorRate: redisbloom.DefaultErrorRate, expansion: redisbloom.DefaultExpansion}
+
+// bfAdd is the common path of BF.ADD, BF.MADD and BF.INSERT: add items to the filter at key,
+// creating it with opts if it does not exist, and journal the command if anything changed.
+// multi selects an array reply.
+func (c *Conn) bfAdd(args [][]byte, key []byte, items [][]byte, opts *insertOpts, multi bool) {
+	for {
+		if e := c.srv.ks.rlock(key); e != nil {
+			bv, ok := e.val.(*bloomValue)
+			if !ok {
+				e.mu.RUnlock()
+				c.w.Error(errWrongType)
+				return
+			}
+			res, changed := c.addItems(bv, items)
+			if changed {
+				c.propagate(args)
+			}
+			e.mu.RUnlock()
+			c.writeResults(res, multi)
+			return
+		}
+		if opts.noCreate {
+			c.w.Error(errNotFound)
+			return
+		}
+		if c.bfCreate(args, key, items, opts, multi) {
+			return
+		}
+		// Someone created the key meanwhile: add to theirs.
+	}
+}
+
+func (c *Conn) writeResults(res []int8, multi bool) {
+	if !multi {
+		c.writeResult(res[0])
+		return
+	}
+	c.w.Array(len(res))
+	for _, r := range res {
+		c.writeResult(r)
+	}
+}
+
+// bfCreate creates the filter at key (if it is still missing) under the shard lock, adds items,
+// journals, and only then publishes it, so no other command sees it before its record.
+func (c *Conn) bfCreate(args [][]byte, key []byte, items [][]byte, opts *insertOpts, multi bool) bool {
+	s := c.srv
+	sh, e := c.lockKey(key)
+	defer sh.mu.Unlock()
+	if e != nil {
+		return false
+	}
+	e, errMsg := s.newBloomEntry(key, func(o *redisbloom.Options) (*redisbloom.Chain, error) {
+		return redisbloom.NewChain(uint64(opts.capacity), opts.errorRate, uint32(opts.expansion), opts.nonScaling, o)
+	})
+	if e == nil {
+		c.w.Error(errMsg)
+		return true
+	}
+	res, _ := c.addItems(e.val.(*bloomValue), items)
+	s.ks.insertLocked(sh, e)
+	c.propagate(args)
+	c.writeResults(res, multi)
+	return true
+}
+
+// newBloomEntry makes an entry for key holding the chain mk makes, charging its memory. It
+// returns the error reply on failure.
+func (s *Server) newBloomEntry(key []byte, mk func(o *redisbloom.Options) (*redisbloom.Chain, error)) (*entry, string) {
+	keyMem := int64(keyOverhead + len(key))
+	if !s.ks.reserve(keyMem, s.memoryLimit()) {
+		s.stats.oom.Add(1)
+		return nil, errOOM
+	}
+	bv, err := s.newBloomValue(mk)
+	if err != nil {
+		s.ks.used.Add(-keyMem)
+		if errors.Is(err, redisbloom.ErrBadData) {
+			return nil, errBadData
+		}
+		return nil, createErr(err)
+	}
+	e := &entry{key: string(key), val: bv}
+	e.mem.Store(keyMem)
+	return e, ""
+}
+
+func bfAddCmd(c *Conn, args [][]byte) {
+	c.bfAdd(args, args[1], args[2:3], &defaultInsert, false)
+}
+
+func bfMAddCmd(c *Conn, args [][]byte) {
+	c.bfAdd(args, args[1], args[2:], &defaultInsert, true)
+}
+
+// parseRate parses an error rate as RedisModule_StringToDouble does (C's strtod, whole string,
+// no leading space, no NaN, no overflow or underflow to zero).
+func parseRate(b []byte) (float64, bool) {
+	s := string(b)
+	if s == "" || isCSpace(s[0]) || strings.ContainsRune(s, '_') {
+		return 0, false
+	}
+	t := strings.TrimLeft(s, "+-")
+	hex := len(t) > 1 && t[0] == '0' && (t[1] == 'x' || t[1] == 'X')
+	if hex && !strings.ContainsAny(t, "pP") {
+		s += "p0" // strtod reads hexadecimal without an exponent; ParseFloat needs one
+	}
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil || math.IsNaN(f) {
+		return 0, false
+	}
+	if f == 0 {
+		mant := t
+		if hex {
+			mant = t[2:]
+			if i := strings.IndexAny(mant, "pP"); i >= 0 {
+				mant = mant[:i]
+			}
+		} else if i := strings.IndexAny(mant, "eE"); i >= 0 {
+			mant = mant[:i]
+		}
+		if strings.Trim(mant, "0.") != "" {
+			return 0, false // underflow: strtod reports ERANGE with 0
+		}
+	}
+	return f, true
+}
+
+func isCSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r' }
+
+// bfReserveCmd implements BF.RESERVE key error_rate capacity [EXPANSION expansion] [NONSCALING]
+// with RedisBloom's checks, replies and order, except that options are looked for only after
+// the capacity (RedisBloom also finds them in the key, rate and capacity).
+func bfReserveCmd(c *Conn, args [][]byte) {
+	if len(args) < 4 || len(args) > 7 {
+		c.w.Error(arityError("bf.reserve"))
+		return
+	}
+	rate, ok := parseRate(args[2])
+	if !ok {
+		c.w.Error("ERR bad error rate")
+		return
+	}
+	if rate >= 1 || rate <= 0 {
+		c.w.Error("ERR (0 < error rate range < 1) ")
+		return
+	}
+	capacity, ok := resp.ParseInt(args[3])
+	if !ok {
+		c.w.Error("ERR bad capacity")
+		return
+	}
+	if capacity <= 0 {
+		c.w.Error("ERR (capacity should be larger than 0)")
+		return
+	}
+	opts := insertOpts{capacity: capacity, errorRate: rate, expansion: redisbloom.DefaultExpansion}
+	exLoc := -1
+	for i := 4; i < len(args); i++ {
+		if equalFold(args[i], "nonscaling") && !opts.nonScaling {
+			opts.nonScaling = true
+		} else if equalFold(args[i], "expansion") && exLoc < 0 {
+			exLoc = i
+		}
+	}
+	if exLoc >= 0 {
+		if exLoc+1 == len(args) {
+			c.w.Error("ERR no expansion")
+			return
+		}
+		if opts.nonScaling {
+			c.w.Error("Nonscaling filters cannot expand")
+			return
+		}
+		n, ok := resp.ParseInt(args[exLoc+1])
+		if !ok {
+			c.w.Error("ERR bad expansion")
+			return
+		}
+		if n < 1 {
+			c.w.Error("ERR expansion should be greater or equal to 1")
+			return
+		}
+		opts.expansion = n
+	}
+	key := args[1]
+	s := c.srv
+	sh, e := c.lockKey(key)
+	defer sh.mu.Unlock()
+	if e != nil {
+		if _, ok := e.val.(*bloomValue); ok {
+			c.w.Error(errItemExists)
+		} else {
+			c.w.Error(errWrongType)
+		}
+		return
+	}
+	e, errMsg := s.newBloomEntry(key, func(o *redisbloom.Options) (*redisbloom.Chain, error) {
+		return redisbloom.NewChain(uint64(opts.capacity), opts.errorRate, uint32(opts.expansion), opts.nonScaling, o)
+	})
+	if e == nil {
+		c.w.Error(errMsg)
+		return
+	}
+	s.ks.insertLocked(sh, e)
+	c.propagate(args)
+	c.w.OK()
+}
+
+// bfInsertCmd implements BF.INSERT key [CAPACITY cap] [ERROR rate] [EXPANSION exp] [NOCREATE]
+// [NONSCALING] ITEMS item [item ...] with RedisBloom's replies and order of checks, except that
+// options are matched by their whole name (RedisBloom looks at their first letters only).
+func bfInsertCmd(c *Conn, args [][]byte) {
+	if len(args) < 4 {
+		c.w.Error(arityError("bf.insert"))
+		return
+	}
+	opts := defaultInsert
+	items := -1
+	for i := 2; i < len(args) && items < 0; {
+		o := args[i]
+		switch {
+		case equalFold(o, "items"):
+			items = i + 1
+		case equalFold(o, "error"), equalFold(o, "expansion"), equalFold(o, "capacity"):
+			if i+1 == len(args) {
+				c.w.Error(arityError("bf.insert"))
+				return
+			}
+			v := args[i+1]
+			switch {
+			case equalFold(o, "error"):
+				r, ok := parseRate(v)
+				if !ok {
+					c.w.Error("Bad error rate")
+					return
+				}
+				opts.errorRate = r
+			case equalFold(o, "expansion"):
+				n, ok := resp.ParseInt(v)
+				if !ok {
+					c.w.Error("Bad expansion")
+					return
+				}
+				opts.expansion = n
+			default:
+				n, ok := resp.ParseInt(v)
+				if !ok {
+					c.w.Error("Bad capacity")
+					return
+				}
+				opts.capacity = n
+			}
+			i += 2
+			continue
+		case equalFold(o, "nocreate"):
+			opts.noCreate = true
+		case equalFold(o, "nonscaling"):
+			opts.nonScaling = true
+		default:
+			c.w.Error("Unknown argument received")
+			return
+		}
+		i++
+	}
+	if items < 0 || items == len(args) {
+		c.w.Error(arityError("bf.insert"))
+		return
+	}
+	if opts.errorRate <= 0 || opts.errorRate >= 1 || opts.capacity < 1 || opts.expansion < 1 {
+		c.w.Error("Bad argument received")
+		return
+	}
+	c.bfAdd(args, args[1], args[items:], &opts, true)
+}
+
+// bloomAt returns the filter at key for a read-only command. missing reports an absent key;
+// wrongType a key of another type (for which it has already replied WRONGTYPE if reply is set).
+func (c *Conn) bloomAt(key []byte) (bv *bloomValue, missing, wrongType bool) {
+	e := c.srv.ks.get(key)
+	if e == nil {
+		return nil, true, false
+	}
+	bv, ok := e.val.(*bloomValue)
+	return bv, false, !ok
+}
+
+// bloomOrError returns the filter at key, or replies ERR not found or WRONGTYPE and returns nil.
+func (c *Conn) bloomOrError(key []byte) *bloomValue {
+	bv, missing, wrong := c.bloomAt(key)
+	switch {
+	case missing:
+		c.w.Error(errNotFound)
+	case wrong:
+		c.w.Error(errWrongType)
+	}
+	return bv
+}
+
+func bfExistsCmd(c *Conn, args [][]byte) {
+	bv, _, _ := c.bloomAt(args[1])
+	c.w.Bool(bv != nil && bv.ch.Exists(args[2]))
+}
+
+func bfMExistsCmd(c *Conn, args [][]byte) {
+	bv, _, _ := c.bloomAt(args[1])
+	c.w.Array(len(args) - 2)
+	for _, it := range args[2:] {
+		c.w.Bool(bv != nil && bv.ch.Exists(it))
+	}
+}
+
+func bfCardCmd(c *Conn, args [][]byte) {
+	bv, missing, wrong := c.bloomAt(args[1])
+	switch {
+	case missing:
+		c.w.Int(0)
+	case wrong:
+		c.w.Error(errWrongType)
+	default:
+		c.w.Int(int64(bv.ch.Card()))
+	}
+}
+
+var bfInfoFields = []struct{ arg, label string }{
+	{"capacity", "Capacity"}, {"size", "Size"}, {"filters", "Number of filters"},
+	{"items", "Number of items inserted"}, {"expansion", "Expansion rate"},
+}
+
+// bfInfoCmd implements BF.INFO key [CAPACITY|SIZE|FILTERS|ITEMS|EXPANSION]: labels as simple
+// strings, a flat array in RESP2 and a map in RESP3, a single field as a one-element array
+// (RESP2) or one-pair map (RESP3), and a nil expansion for a non-scaling filter.
+func bfInfoCmd(c *Conn, args [][]byte) {
+	bv := c.bloomOrError(args[1])
+	if bv == nil {
+		return
+	}
+	ch := bv.ch
+	value := func(i int) {
+		switch i {
+		case 0:
+			c.w.Int(int64(ch.Capacity()))
+		case 1:
+			c.w.Int(int64(ch.Size()))
+		case 2:
+			c.w.Int(int64(ch.NumFilters()))
+		case 3:
+			c.w.Int(int64(ch.Card()))
+		default:
+			if ch.NonScaling() {
+				c.w.Null()
+			} else {
+				c.w.Int(int64(ch.Expansion()))
+			}
+		}
+	}
+	if len(args) == 3 {
+		for i, f := range bfInfoFields {
+			if equalFold(args[2], f.arg) {
+				if c.w.Proto == 3 {
+					c.w.Map(1)
+					c.w.Simple(f.label)
+				} else {
+					c.w.Array(1)
+				}
+				value(i)
+				return
+			}
+		}
+		c.w.Error("Invalid information value")
+		return
+	}
+	c.w.Map(len(bfInfoFields))
+	for i, f := range bfInfoFields {
+		c.w.Simple(f.label)
+		value(i)
+	}
+}
+
+func bfDebugCmd(c *Conn, args [][]byte) {
+	bv := c.bloomOrError(args[1])
+	if bv == nil {
+		return
+	}
+	lines := bv.ch.Debug()
+	c.w.Array(len(lines))
+	for _, l := range lines {
+		c.w.BulkString(l)
+	}
+}
+
+func bfScanDumpCmd(c *Conn, args [][]byte) {
+	bv := c.bloomOrError(args[1])
+	if bv == nil {
+		return
+	}
+	iter, ok := resp.ParseInt(args[2])
+	if !ok {
+		c.w.Error("Second argument must be numeric")
+		return
+	}
+	next, data := bv.ch.ScanDump(iter)
+	c.w.Array(2)
+	c.w.Int(next)
+	c.w.Bulk(data)
+}
+
+// bfLoadChunkCmd implements BF.LOADCHUNK key iterator data: on a missing key with iterator 1 the
+// data is a header and makes a filter with zeroed bits (charged to the memory limit before
+// anything is allocated); on an existing filter it is a chunk of bits, written while adds wait
+// (the entry's write lock), so that the journal orders it against them.
+func bfLoadChunkCmd(c *Conn, args [][]byte) {
+	iter, ok := resp.ParseInt(args[2])
+	if !ok {
+		c.w.Error("ERR Second argument must be numeric")
+		return
+	}
+	key, data := args[1], args[3]
+	if e := c.srv.ks.get(key); e != nil {
+		bv, ok := e.val.(*bloomValue)
+		if !ok {
+			c.w.Error(errWrongType)
+			return
+		}
+		e.mu.Lock()
+		if e.dead {
+			e.mu.Unlock()
+			bfLoadChunkCmd(c, args) // deleted meanwhile: start again
+			return
+		}
+		err := bv.ch.LoadChunk(iter, data)
+		if err == nil {
+			c.propagate(args)
+		}
+		e.mu.Unlock()
+		if err != nil {
+			c.w.Error(chunkErr(err))
+			return
+		}
+		c.w.OK()
+		return
+	}
+	if iter != 1 {
+		c.w.Error(errNotFound)
+		return
+	}
+	s := c.srv
+	sh, e := c.lockKey(key)
+	if e != nil {
+		sh.mu.Unlock()
+		bfLoadChunkCmd(c, args) // created meanwhile: load into it
+		return
+	}
+	defer sh.mu.Unlock()
+	e, errMsg := s.newBloomEntry(key, func(o *redisbloom.Options) (*redisbloom.Chain, error) {
+		return redisbloom.LoadHeader(data, o)
+	})
+	if e == nil {
+		c.w.Error(errMsg)
+		return
+	}
+	s.ks.insertLocked(sh, e)
+	c.propagate(args)
+	c.w.OK()
+}
+
+func chunkErr(err error) string {
+	switch {
+	case errors.Is(err, redisbloom.ErrNoLink):
+		return "ERR invalid offset - no link found"
+	case errors.Is(err, redisbloom.ErrChunkTooBig):
+		return "ERR invalid chunk - Too big for current filter"
+	case errors.Is(err, bloom.ErrCorrupt):
+		return errBadData
+	}
+	return errBadData
+}

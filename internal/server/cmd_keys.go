@@ -1,0 +1,346 @@
+package server
+
+import (
+	"math"
+	"strconv"
+	"strings"
+
+	"github.com/bloomd/bloom/internal/resp"
+)
+
+// typeName is what TYPE reports for a value.
+func typeName(v any) string {
+	switch v.(type) {
+	case *stringValue:
+		return "string"
+	default:
+		return bloomTypeName
+	}
+}
+
+// removeExpired removes an entry found expired while c (nil for the expiry cycle) works on its
+// key, journaling a DEL as Redis propagates one.
+func (s *Server) removeExpired(c *Conn, sh *shard, e *entry) {
+	if c == nil {
+		s.expireLocked(sh, e)
+		return
+	}
+	s.ks.removeLocked(sh, e, func() {
+		s.stats.expired.Add(1)
+		c.propagateCmd([]byte("DEL"), []byte(e.key))
+	})
+}
+
+// lockKey locks key's shard for a structure change by c, removing the key first if it has
+// expired, and returns the shard and the live entry (or nil).
+func (c *Conn) lockKey(key []byte) (*shard, *entry) {
+	return c.srv.ks.lockShard(key, func(sh *shard, e *entry) { c.srv.removeExpired(c, sh, e) })
+}
+
+func dbsizeCmd(c *Conn, args [][]byte) {
+	n, _ := c.srv.ks.count()
+	c.w.Int(int64(n))
+}
+
+func existsCmd(c *Conn, args [][]byte) {
+	n := 0
+	for _, k := range args[1:] {
+		if c.srv.ks.get(k) != nil {
+			n++
+		}
+	}
+	c.w.Int(int64(n))
+}
+
+// delCmd serves DEL and UNLINK. Each key is deleted and journaled on its own.
+func delCmd(c *Conn, args [][]byte) {
+	n := 0
+	for _, k := range args[1:] {
+		sh, e := c.lockKey(k)
+		if e != nil {
+			c.srv.ks.removeLocked(sh, e, func() { c.propagateCmd([]byte("DEL"), k) })
+			n++
+		}
+		sh.mu.Unlock()
+	}
+	c.w.Int(int64(n))
+}
+
+func typeCmd(c *Conn, args [][]byte) {
+	e := c.srv.ks.get(args[1])
+	if e == nil {
+		c.w.Simple("none")
+		return
+	}
+	c.w.Simple(typeName(e.val))
+}
+
+func keysCmd(c *Conn, args [][]byte) {
+	pat := args[1]
+	all := len(pat) == 1 && pat[0] == '*'
+	var keys []string
+	now := nowMs()
+	for i := range numShards {
+		keys = c.srv.ks.scanShard(i, now, keys, func(e *entry) bool {
+			return all || globMatch(pat, []byte(e.key))
+		})
+	}
+	c.w.Array(len(keys))
+	for _, k := range keys {
+		c.w.BulkString(k)
+	}
+}
+
+// scanCmd implements SCAN cursor [MATCH pattern] [COUNT count] [TYPE type]. The cursor is the
+// index of the next shard to visit; a call visits whole shards until it has looked at COUNT
+// keys, so every key present for the whole iteration is returned exactly once.
+func scanCmd(c *Conn, args [][]byte) {
+	cur, err := strconv.ParseUint(string(args[1]), 10, 64)
+	if err != nil {
+		c.w.Error("ERR invalid cursor")
+		return
+	}
+	count := 10
+	var pat []byte
+	typ := ""
+	for i := 2; i < len(args); i += 2 {
+		if i+1 >= len(args) {
+			c.w.Error(errSyntax)
+			return
+		}
+		switch {
+		case equalFold(args[i], "match"):
+			pat = args[i+1]
+			if len(pat) == 1 && pat[0] == '*' {
+				pat = nil
+			}
+		case equalFold(args[i], "count"):
+			n, ok := resp.ParseInt(args[i+1])
+			if !ok {
+				c.w.Error(errNotInt)
+				return
+			}
+			if n < 1 {
+				c.w.Error(errSyntax)
+				return
+			}
+			count = int(min(n, math.MaxInt32))
+		case equalFold(args[i], "type"):
+			typ = string(args[i+1])
+		default:
+			c.w.Error(errSyntax)
+			return
+		}
+	}
+	var keys []string
+	next := uint64(0)
+	now := nowMs()
+	looked := 0
+	for i := cur; i < numShards; i++ {
+		keys = c.srv.ks.scanShard(int(i), now, keys, func(e *entry) bool {
+			looked++
+			return (typ == "" || strings.EqualFold(typ, typeName(e.val))) && (pat == nil || globMatch(pat, []byte(e.key)))
+		})
+		if looked >= count && i+1 < numShards {
+			next = i + 1
+			break
+		}
+	}
+	c.w.Array(2)
+	c.w.BulkString(strconv.FormatUint(next, 10))
+	c.w.Array(len(keys))
+	for _, k := range keys {
+		c.w.BulkString(k)
+	}
+}
+
+// renameCmd moves a key, with its value and expiry, replacing any value at the new name. The
+// table runs it alone (exclusive), so it needs no lock order between two shards.
+func renameCmd(c *Conn, args [][]byte) {
+	src, dst := args[1], args[2]
+	nx := equalFold(args[0], "renamenx")
+	ks := c.srv.ks
+	ssh, e := c.lockKey(src)
+	if e == nil {
+		ssh.mu.Unlock()
+		c.w.Error("ERR no such key")
+		return
+	}
+	if string(src) == string(dst) {
+		ssh.mu.Unlock()
+		if nx {
+			c.w.Int(0)
+		} else {
+			c.w.OK()
+		}
+		return
+	}
+	ssh.mu.Unlock()
+	dsh, old := c.lockKey(dst)
+	if old != nil && nx {
+		dsh.mu.Unlock()
+		c.w.Int(0)
+		return
+	}
+	if old != nil {
+		ks.removeLocked(dsh, old, nil)
+	}
+	if ssh != dsh {
+		ssh.mu.Lock()
+	}
+	moved := &entry{key: string(dst), val: e.val}
+	moved.expire.Store(e.expire.Load())
+	moved.mem.Store(e.mem.Load() - int64(len(e.key)) + int64(len(dst)))
+	e.mu.Lock()
+	e.dead = true
+	delete(ssh.m, e.key)
+	delete(ssh.vol, e)
+	e.mu.Unlock()
+	ks.used.Add(moved.mem.Load() - e.mem.Load())
+	ks.insertLocked(dsh, moved)
+	c.propagate(args)
+	if ssh != dsh {
+		ssh.mu.Unlock()
+	}
+	dsh.mu.Unlock()
+	if nx {
+		c.w.Int(1)
+	} else {
+		c.w.OK()
+	}
+}
+
+// expireCmd serves EXPIRE, PEXPIRE, EXPIREAT and PEXPIREAT with NX, XX, GT and LT. The journal
+// records PEXPIREAT with the absolute time, or DEL when the time has already passed.
+func expireCmd(c *Conn, args [][]byte) {
+	name := strings.ToLower(string(args[0]))
+	unit := int64(1000)
+	if name[0] == 'p' {
+		unit = 1
+	}
+	absolute := strings.HasSuffix(name, "at")
+	n, ok := resp.ParseInt(args[2])
+	if !ok {
+		c.w.Error(errNotInt)
+		return
+	}
+	var nx, xx, gt, lt bool
+	for _, o := range args[3:] {
+		switch {
+		case equalFold(o, "nx"):
+			nx = true
+		case equalFold(o, "xx"):
+			xx = true
+		case equalFold(o, "gt"):
+			gt = true
+		case equalFold(o, "lt"):
+			lt = true
+		default:
+			c.w.Error("ERR Unsupported option " + cString(o, 128))
+			return
+		}
+	}
+	if nx && (xx || gt || lt) {
+		c.w.Error("ERR NX and XX, GT or LT options at the same time are not compatible")
+		return
+	}
+	if gt && lt {
+		c.w.Error("ERR GT and LT options at the same time are not compatible")
+		return
+	}
+	now := nowMs()
+	when := n
+	if unit == 1000 {
+		if n > math.MaxInt64/1000 || n < math.MinInt64/1000 {
+			c.w.Error("ERR invalid expire time in '" + name + "' command")
+			return
+		}
+		when = n * 1000
+	}
+	if !absolute {
+		if when > 0 && when > math.MaxInt64-now || when < 0 && when < math.MinInt64+now {
+			c.w.Error("ERR invalid expire time in '" + name + "' command")
+			return
+		}
+		when += now
+	}
+	sh, e := c.lockKey(args[1])
+	defer sh.mu.Unlock()
+	if e == nil {
+		c.w.Int(0)
+		return
+	}
+	cur := e.expire.Load()
+	if nx && cur != 0 || xx && cur == 0 || gt && (cur == 0 || when <= cur) || lt && cur != 0 && when >= cur {
+		c.w.Int(0)
+		return
+	}
+	if when <= now {
+		c.srv.ks.removeLocked(sh, e, func() { c.propagateCmd([]byte("DEL"), args[1]) })
+		c.w.Int(1)
+		return
+	}
+	e.mu.Lock()
+	sh.setExpireLocked(e, when)
+	c.propagateCmd([]byte("PEXPIREAT"), args[1], strconv.AppendInt(nil, when, 10))
+	e.mu.Unlock()
+	c.w.Int(1)
+}
+
+// ttlCmd serves TTL, PTTL, EXPIRETIME and PEXPIRETIME.
+func ttlCmd(c *Conn, args [][]byte) {
+	name := strings.ToLower(string(args[0]))
+	e := c.srv.ks.get(args[1])
+	switch {
+	case e == nil:
+		c.w.Int(-2)
+		return
+	case e.expire.Load() == 0:
+		c.w.Int(-1)
+		return
+	}
+	at := e.expire.Load()
+	switch name {
+	case "ttl":
+		c.w.Int(max(at-nowMs()+500, 0) / 1000)
+	case "pttl":
+		c.w.Int(max(at-nowMs(), 0))
+	case "expiretime":
+		c.w.Int((at + 500) / 1000)
+	default:
+		c.w.Int(at)
+	}
+}
+
+func persistCmd(c *Conn, args [][]byte) {
+	sh, e := c.lockKey(args[1])
+	defer sh.mu.Unlock()
+	if e == nil || e.expire.Load() == 0 {
+		c.w.Int(0)
+		return
+	}
+	e.mu.Lock()
+	sh.setExpireLocked(e, 0)
+	c.propagate(args)
+	e.mu.Unlock()
+	c.w.Int(1)
+}
+
+// flushCmd serves FLUSHALL and FLUSHDB [ASYNC|SYNC]; the table runs it alone.
+func flushCmd(c *Conn, args [][]byte) {
+	if len(args) == 2 && !equalFold(args[1], "async") && !equalFold(args[1], "sync") {
+		c.w.Error(errSyntax)
+		return
+	}
+	ks := c.srv.ks
+	for i := range ks.shards {
+		sh := &ks.shards[i]
+		sh.mu.Lock()
+		for _, e := range sh.m {
+			ks.removeLocked(sh, e, nil)
+		}
+		sh.mu.Unlock()
+	}
+	c.propagateCmd([]byte("FLUSHALL"))
+	c.w.OK()
+}

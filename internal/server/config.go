@@ -1,0 +1,349 @@
+package server
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"net"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// Config holds bloomd's settings. Their names and value syntax are redis.conf's, and they can be
+// given as flags (--port 6380), in a config file (port 6380), and (the mutable ones) changed at
+// run time with CONFIG SET. The zero Config is not valid; start from DefaultConfig.
+type Config struct {
+	Bind            []string // addresses to listen on; default 127.0.0.1 (loopback only)
+	Port            int      // TCP port; 0 disables plain TCP
+	Requirepass     string   // password of the default user; "" means none
+	MaxClients      int      // most connections at once
+	MaxMemory       int64    // bytes of filters and keys; 0 means the machine's memory
+	Timeout         int      // seconds a client may stay idle; 0 means forever
+	Dir             string   // working directory for data files
+	TLSPort         int      // TLS port; 0 disables TLS
+	TLSCertFile     string
+	TLSKeyFile      string
+	LogLevel        string // debug, verbose, notice, warning or nothing
+	LogFile         string // "" means standard error
+	ProtoMaxBulkLen int64  // longest bulk string a request may carry
+
+	// Journal, if not nil, records every write command (see Journal).
+	Journal Journal `json:"-"`
+	// Logger, if not nil, is used instead of one made from LogLevel and LogFile.
+	Logger *slog.Logger `json:"-"`
+}
+
+// DefaultConfig returns the settings bloomd starts with.
+func DefaultConfig() Config {
+	return Config{
+		Bind:            []string{"127.0.0.1"},
+		Port:            6379,
+		MaxClients:      10000,
+		Dir:             ".",
+		LogLevel:        "notice",
+		ProtoMaxBulkLen: 512 << 20,
+	}
+}
+
+// A param is one setting as CONFIG GET/SET and config files name it.
+type param struct {
+	name    string
+	mutable bool // may be changed by CONFIG SET
+	get     func(c *Config) string
+	set     func(c *Config, v string) error
+}
+
+var params = []param{
+	{"bind", false, func(c *Config) string { return strings.Join(c.Bind, " ") }, func(c *Config, v string) error {
+		f := strings.Fields(v)
+		if len(f) == 0 {
+			return errors.New("bind needs at least one address")
+		}
+		for _, a := range f {
+			if net.ParseIP(strings.TrimPrefix(a, "-")) == nil && a != "*" && a != "localhost" {
+				return fmt.Errorf("bind address %q is not an IP address", a)
+			}
+		}
+		c.Bind = f
+		return nil
+	}},
+	{"port", false, func(c *Config) string { return strconv.Itoa(c.Port) }, intParam(func(c *Config) *int { return &c.Port }, 0, 65535)},
+	{"requirepass", true, func(c *Config) string { return c.Requirepass }, func(c *Config, v string) error { c.Requirepass = v; return nil }},
+	{"maxclients", true, func(c *Config) string { return strconv.Itoa(c.MaxClients) }, intParam(func(c *Config) *int { return &c.MaxClients }, 1, math.MaxInt32)},
+	{"maxmemory", true, func(c *Config) string { return strconv.FormatInt(c.MaxMemory, 10) }, func(c *Config, v string) error {
+		n, err := parseMemory(v)
+		if err != nil {
+			return err
+		}
+		c.MaxMemory = n
+		return nil
+	}},
+	{"timeout", true, func(c *Config) string { return strconv.Itoa(c.Timeout) }, intParam(func(c *Config) *int { return &c.Timeout }, 0, math.MaxInt32)},
+	{"dir", false, func(c *Config) string { return c.Dir }, func(c *Config, v string) error {
+		if fi, err := os.Stat(v); err != nil || !fi.IsDir() {
+			return fmt.Errorf("dir %q is not a directory", v)
+		}
+		c.Dir = v
+		return nil
+	}},
+	{"tls-port", false, func(c *Config) string { return strconv.Itoa(c.TLSPort) }, intParam(func(c *Config) *int { return &c.TLSPort }, 0, 65535)},
+	{"tls-cert-file", false, func(c *Config) string { return c.TLSCertFile }, func(c *Config, v string) error { c.TLSCertFile = v; return nil }},
+	{"tls-key-file", false, func(c *Config) string { return c.TLSKeyFile }, func(c *Config, v string) error { c.TLSKeyFile = v; return nil }},
+	{"loglevel", true, func(c *Config) string { return c.LogLevel }, func(c *Config, v string) error {
+		v = strings.ToLower(v)
+		if _, ok := logLevels[v]; !ok {
+			return fmt.Errorf("loglevel must be one of debug, verbose, notice, warning, nothing")
+		}
+		c.LogLevel = v
+		return nil
+	}},
+	{"logfile", false, func(c *Config) string { return c.LogFile }, func(c *Config, v string) error { c.LogFile = v; return nil }},
+	{"proto-max-bulk-len", true, func(c *Config) string { return strconv.FormatInt(c.ProtoMaxBulkLen, 10) }, func(c *Config, v string) error {
+		n, err := parseMemory(v)
+		if err != nil || n < 1<<20 || n > 1<<31-1 {
+			return errors.New("proto-max-bulk-len must be between 1mb and 2gb")
+		}
+		c.ProtoMaxBulkLen = n
+		return nil
+	}},
+	// Fixed values that tools read (redis-benchmark asks for save and appendonly).
+	{"databases", false, func(*Config) string { return "1" }, fixedParam("1")},
+	{"save", false, func(*Config) string { return "" }, fixedParam("")},
+	{"appendonly", false, func(*Config) string { return "no" }, fixedParam("no")},
+	{"maxmemory-policy", false, func(*Config) string { return "noeviction" }, fixedParam("noeviction")},
+}
+
+var logLevels = map[string]slog.Level{
+	"debug": slog.LevelDebug, "verbose": slog.LevelDebug, "notice": slog.LevelInfo,
+	"warning": slog.LevelWarn, "nothing": slog.LevelError + 100,
+}
+
+func intParam(field func(c *Config) *int, lo, hi int) func(c *Config, v string) error {
+	return func(c *Config, v string) error {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < lo || n > hi {
+			return fmt.Errorf("argument must be an integer between %d and %d", lo, hi)
+		}
+		*field(c) = n
+		return nil
+	}
+}
+
+func fixedParam(want string) func(c *Config, v string) error {
+	return func(c *Config, v string) error {
+		if v != want {
+			return fmt.Errorf("bloomd supports only %q here", want)
+		}
+		return nil
+	}
+}
+
+func findParam(name string) *param {
+	name = strings.ToLower(name)
+	for i := range params {
+		if params[i].name == name {
+			return &params[i]
+		}
+	}
+	return nil
+}
+
+// Set sets the named setting from its redis.conf form ("100mb", "127.0.0.1 ::1").
+func (c *Config) Set(name, value string) error {
+	p := findParam(name)
+	if p == nil {
+		return fmt.Errorf("server: unknown setting %q", name)
+	}
+	if err := p.set(c, value); err != nil {
+		return fmt.Errorf("server: %s: %w", p.name, err)
+	}
+	return nil
+}
+
+// Get returns the named setting in its redis.conf form.
+func (c *Config) Get(name string) (string, bool) {
+	p := findParam(name)
+	if p == nil {
+		return "", false
+	}
+	return p.get(c), true
+}
+
+// Validate reports settings that cannot work together.
+func (c *Config) Validate() error {
+	switch {
+	case c.Port == 0 && c.TLSPort == 0:
+		return errors.New("server: nothing to listen on: port and tls-port are both 0")
+	case c.TLSPort != 0 && (c.TLSCertFile == "" || c.TLSKeyFile == ""):
+		return errors.New("server: tls-port needs tls-cert-file and tls-key-file")
+	case len(c.Bind) == 0:
+		return errors.New("server: bind needs at least one address")
+	case c.MaxClients < 1:
+		return errors.New("server: maxclients must be at least 1")
+	case c.MaxMemory < 0 || c.Timeout < 0:
+		return errors.New("server: maxmemory and timeout must not be negative")
+	case c.ProtoMaxBulkLen < 1<<20:
+		return errors.New("server: proto-max-bulk-len must be at least 1mb")
+	}
+	if _, ok := logLevels[c.LogLevel]; !ok {
+		return fmt.Errorf("server: unknown loglevel %q", c.LogLevel)
+	}
+	return nil
+}
+
+// parseMemory parses a redis.conf memory amount: digits with an optional unit, k/m/g for powers
+// of 1000 and kb/mb/gb for powers of 1024, any case.
+func parseMemory(v string) (int64, error) {
+	s := strings.ToLower(strings.TrimSpace(v))
+	mul := int64(1)
+	for _, u := range []struct {
+		suffix string
+		mul    int64
+	}{{"gb", 1 << 30}, {"mb", 1 << 20}, {"kb", 1 << 10}, {"g", 1e9}, {"m", 1e6}, {"k", 1e3}, {"b", 1}} {
+		if strings.HasSuffix(s, u.suffix) {
+			s, mul = strings.TrimSuffix(s, u.suffix), u.mul
+			break
+		}
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n < 0 || n > math.MaxInt64/mul {
+		return 0, fmt.Errorf("argument must be a memory value (such as 100mb), not %q", v)
+	}
+	return n * mul, nil
+}
+
+// ParseConfig reads settings in redis.conf syntax from r into c: one setting per line, its name
+// then its values separated by blanks, values optionally "double" or 'single' quoted; '#' starts
+// a comment line. name is the file name errors report.
+func ParseConfig(r io.Reader, name string, c *Config) error {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(nil, 1<<20)
+	for n := 1; sc.Scan(); n++ {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || line[0] == '#' {
+			continue
+		}
+		words, ok := splitConfigLine(line)
+		if !ok {
+			return fmt.Errorf("server: %s line %d: unbalanced quotes", name, n)
+		}
+		if len(words) < 2 && (len(words) == 0 || findParam(words[0]) == nil) {
+			return fmt.Errorf("server: %s line %d: %q is not a setting and a value", name, n, line)
+		}
+		if err := c.Set(words[0], strings.Join(words[1:], " ")); err != nil {
+			return fmt.Errorf("server: %s line %d: %w", name, n, unwrapPrefix(err))
+		}
+	}
+	return sc.Err()
+}
+
+// unwrapPrefix drops a leading "server: " from an error's text, for nesting in another.
+func unwrapPrefix(err error) error {
+	return errors.New(strings.TrimPrefix(err.Error(), "server: "))
+}
+
+// splitConfigLine splits a config line as Redis does, with the inline-command quoting rules.
+func splitConfigLine(line string) ([]string, bool) {
+	var words []string
+	for {
+		line = strings.TrimLeft(line, " \t")
+		if line == "" {
+			return words, true
+		}
+		var w strings.Builder
+		switch q := line[0]; q {
+		case '"', '\'':
+			i := 1
+			for ; i < len(line) && line[i] != q; i++ {
+				if line[i] == '\\' && i+1 < len(line) {
+					i++
+					switch c := line[i]; {
+					case q == '\'' && c != '\'':
+						w.WriteByte('\\')
+						w.WriteByte(c)
+					case c == 'n':
+						w.WriteByte('\n')
+					case c == 't':
+						w.WriteByte('\t')
+					default:
+						w.WriteByte(c)
+					}
+					continue
+				}
+				w.WriteByte(line[i])
+			}
+			if i == len(line) || i+1 < len(line) && line[i+1] != ' ' && line[i+1] != '\t' {
+				return nil, false
+			}
+			line = line[i+1:]
+		default:
+			i := strings.IndexAny(line, " \t")
+			if i < 0 {
+				i = len(line)
+			}
+			w.WriteString(line[:i])
+			line = line[i:]
+		}
+		words = append(words, w.String())
+	}
+}
+
+// ParseArgs reads bloomd's command line, in redis-server's form: an optional config file, then
+// settings as --name value (or --name=value); a setting with several values (--bind a b) takes
+// every argument up to the next "--". Command-line settings override the file's.
+// It returns the config file's name ("" if none).
+func ParseArgs(args []string) (Config, string, error) {
+	c := DefaultConfig()
+	file := ""
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		file, args = args[0], args[1:]
+		f, err := os.Open(file)
+		if err != nil {
+			return c, file, fmt.Errorf("server: %w", err)
+		}
+		err = ParseConfig(f, file, &c)
+		f.Close()
+		if err != nil {
+			return c, file, err
+		}
+	}
+	for len(args) > 0 {
+		a := args[0]
+		if !strings.HasPrefix(a, "--") || len(a) == 2 {
+			return c, file, fmt.Errorf("server: unexpected argument %q (settings are given as --name value)", a)
+		}
+		name, value, hasValue := strings.Cut(a[2:], "=")
+		args = args[1:]
+		if !hasValue {
+			var vals []string
+			for len(args) > 0 && !strings.HasPrefix(args[0], "--") {
+				vals, args = append(vals, args[0]), args[1:]
+			}
+			if len(vals) == 0 {
+				return c, file, fmt.Errorf("server: --%s needs a value", name)
+			}
+			value = strings.Join(vals, " ")
+		}
+		if findParam(name) == nil {
+			return c, file, fmt.Errorf("server: unknown option --%s (known: %s)", name, knownParams())
+		}
+		if err := c.Set(name, value); err != nil {
+			return c, file, err
+		}
+	}
+	return c, file, c.Validate()
+}
+
+func knownParams() string {
+	var names []string
+	for _, p := range params {
+		names = append(names, p.name)
+	}
+	slices.Sort(names)
+	return strings.Join(names, ", ")
+}

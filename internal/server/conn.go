@@ -1,0 +1,313 @@
+package server
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"net"
+	"runtime/debug"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/bloomd/bloom/internal/resp"
+)
+
+// flushAt is the buffered reply size past which a connection writes before its batch ends, so
+// that a pipeline of large replies (BF.SCANDUMP chunks) does not pile up in memory.
+const flushAt = 64 << 10
+
+// Redis's error replies that several commands share.
+const (
+	errWrongType = "WRONGTYPE Operation against a key holding the wrong kind of value"
+	errOOM       = "OOM command not allowed when used memory > 'maxmemory'."
+	errNoAuth    = "NOAUTH Authentication required."
+	errSyntax    = "ERR syntax error"
+	errNotInt    = "ERR value is not an integer or out of range"
+)
+
+var errStopping = errors.New("server: shutting down")
+
+// A Conn is one client connection. Its command handlers run on the connection's own goroutine;
+// the fields that other connections read (CLIENT LIST, CLIENT KILL) are atomic or under infoMu.
+type Conn struct {
+	srv  *Server
+	nc   net.Conn // nil for the internal client of Server.Exec
+	rd   *resp.Reader
+	w    *resp.Writer
+	slot *slot
+
+	id          int64
+	addr, laddr string
+	created     time.Time
+
+	authed      bool
+	multi       *multiState // non-nil between MULTI and EXEC/DISCARD
+	multiWrites int         // inside EXEC: 1 before the first journaled write, 2 after
+	inExclusive bool
+	wait        func() error // the journal's wait for this batch's latest write
+	quit        bool         // close once the replies are flushed
+
+	lastCmd *Command // the previous command, to skip the table lookup in a stream of one command
+	scratch []int8   // per-item results of BF.MADD and friends
+
+	ncmds      atomic.Int64
+	lastActive atomic.Int64 // unix ms
+	cur        atomic.Pointer[Command]
+	proto      atomic.Int32
+	stopping   atomic.Bool
+
+	infoMu                sync.Mutex
+	name, libName, libVer string
+}
+
+func (s *Server) newConn(nc net.Conn) *Conn {
+	c := &Conn{srv: s, nc: nc, id: s.nextID.Add(1), created: time.Now()}
+	c.rd = resp.NewReader(nc)
+	c.rd.Limits.MaxBulk = int(s.maxBulk.Load())
+	c.w = resp.NewWriter(nc)
+	c.w.Proto = 2
+	c.proto.Store(2)
+	c.slot = s.gate.register()
+	c.lastActive.Store(c.created.UnixMilli())
+	c.authed = *s.requirepass.Load() == ""
+	c.rd.Unauthenticated = !c.authed
+	c.rd.BeforeRead = c.beforeRead
+	if nc != nil {
+		c.addr, c.laddr = nc.RemoteAddr().String(), nc.LocalAddr().String()
+		s.addConn(c)
+	}
+	return c
+}
+
+// serve reads and runs commands until the client leaves, breaks the protocol, or is stopped.
+func (c *Conn) serve() {
+	defer c.close()
+	defer func() {
+		if r := recover(); r != nil {
+			c.srv.log.Error("panic while serving a client; closing its connection", "client", c.addr, "panic", r, "stack", string(debug.Stack()))
+		}
+	}()
+	for {
+		args, err := c.rd.ReadCommand()
+		if err != nil {
+			c.readFailed(err)
+			return
+		}
+		c.execute(args)
+		if c.quit {
+			c.flush()
+			return
+		}
+		if c.w.Buffered() >= flushAt && c.flush() != nil {
+			return
+		}
+	}
+}
+
+// beforeRead runs each time the connection has run every complete command it received: it
+// flushes the batch's replies, then arms the idle timeout for the read that follows.
+func (c *Conn) beforeRead() error {
+	if err := c.flush(); err != nil {
+		return err
+	}
+	now := time.Now()
+	c.lastActive.Store(now.UnixMilli())
+	if c.nc != nil {
+		if t := c.srv.timeout.Load(); t > 0 {
+			c.nc.SetReadDeadline(now.Add(time.Duration(t)))
+		}
+	}
+	if c.stopping.Load() {
+		return errStopping
+	}
+	return nil
+}
+
+func (c *Conn) readFailed(err error) {
+	var pe *resp.ProtocolError
+	var ne net.Error
+	switch {
+	case errors.As(err, &pe):
+		c.w.Error("ERR " + pe.Msg)
+		c.flush()
+		c.srv.log.Debug("protocol error; closing client", "client", c.addr, "err", pe.Msg)
+	case errors.As(err, &ne) && ne.Timeout() && !c.stopping.Load():
+		c.srv.log.Debug("closing idle client", "client", c.addr)
+	case err == io.EOF || err == errStopping || errors.Is(err, net.ErrClosed):
+	default:
+		c.srv.log.Debug("client read failed", "client", c.addr, "err", err)
+	}
+}
+
+// flush waits for the journal to make this batch's writes durable, then writes the replies.
+// If the journal fails, the replies are dropped and the connection closed: a write is never
+// acknowledged unless it is durable.
+func (c *Conn) flush() error {
+	if c.wait != nil {
+		w := c.wait
+		c.wait = nil
+		if err := w(); err != nil {
+			c.srv.log.Error("journal failed; closing the client without acknowledging its writes", "client", c.addr, "err", err)
+			c.w.Truncate(0)
+			if c.nc != nil {
+				c.nc.Close()
+			}
+			return err
+		}
+	}
+	if c.nc == nil {
+		return nil
+	}
+	return c.w.Flush()
+}
+
+func (c *Conn) close() {
+	if c.nc != nil {
+		c.nc.Close()
+		c.srv.removeConn(c)
+	}
+	c.srv.gate.unregister(c.slot)
+}
+
+// stop asks the connection to finish the commands it has received and close.
+func (c *Conn) stop() {
+	c.stopping.Store(true)
+	c.nc.SetReadDeadline(time.Now())
+}
+
+// kill closes the connection at once.
+func (c *Conn) kill() { c.nc.Close() }
+
+// lookup finds the command for name, trying the previous command first.
+func (c *Conn) lookup(name []byte) *Command {
+	if c.lastCmd != nil && equalFold(name, c.lastCmd.Name) {
+		return c.lastCmd
+	}
+	cmd := c.srv.mux.Lookup(name)
+	if cmd != nil && cmd.Subcommands == nil {
+		c.lastCmd = cmd
+	}
+	return cmd
+}
+
+// execute checks a command against the table (existence, arity, authentication), queues it
+// inside MULTI, and otherwise runs it.
+func (c *Conn) execute(args [][]byte) {
+	cmd := c.lookup(args[0])
+	if cmd == nil {
+		c.reject(unknownCommand(args))
+		return
+	}
+	if cmd.Subcommands != nil && (len(args) >= 2 || cmd.Handler == nil) {
+		if len(args) < 2 {
+			c.reject(arityError(cmd.Name))
+			return
+		}
+		sub := cmd.Subcommands[strings.ToLower(string(args[1]))]
+		if sub == nil {
+			c.reject("ERR unknown subcommand '" + cString(args[1], 128) + "'. Try " + strings.ToUpper(cmd.Name) + " HELP.")
+			return
+		}
+		cmd = sub
+	}
+	if cmd.Flags&FlagModule == 0 && !cmd.arityOK(len(args)) {
+		c.reject(arityError(cmd.Name))
+		return
+	}
+	if !c.authed && cmd.Flags&FlagNoAuth == 0 {
+		c.reject(errNoAuth)
+		return
+	}
+	if c.multi != nil && cmd.Flags&FlagNoMulti == 0 {
+		c.queue(cmd, args)
+		return
+	}
+	c.call(cmd, args)
+}
+
+// reject answers an error for a command that was not run, and spoils an open transaction, as
+// Redis does.
+func (c *Conn) reject(msg string) {
+	c.w.Error(msg)
+	if c.multi != nil {
+		c.multi.aborted = true
+	}
+}
+
+// call runs a command that passed the table's checks.
+func (c *Conn) call(cmd *Command, args [][]byte) {
+	if cmd.Flags&FlagModule != 0 && !cmd.arityOK(len(args)) {
+		c.w.Error(arityError(cmd.Name))
+		return
+	}
+	if cmd.Flags&FlagDenyOOM != 0 {
+		if m := c.srv.maxmemory.Load(); m > 0 && c.srv.ks.used.Load() > m {
+			c.srv.stats.oom.Add(1)
+			c.w.Error(errOOM)
+			return
+		}
+	}
+	c.cur.Store(cmd)
+	c.ncmds.Add(1)
+	switch {
+	case c.inExclusive:
+		cmd.Handler(c, args)
+	case cmd.Flags&FlagExclusive != 0:
+		c.srv.gate.exclusive(func() {
+			c.inExclusive = true
+			defer func() { c.inExclusive = false }()
+			cmd.Handler(c, args)
+		})
+	default:
+		c.srv.gate.enter(c.slot)
+		defer c.srv.gate.exit(c.slot)
+		cmd.Handler(c, args)
+	}
+}
+
+func arityError(name string) string {
+	return "ERR wrong number of arguments for '" + name + "' command"
+}
+
+// unknownCommand formats Redis's error for an unknown command, quoting the first arguments.
+func unknownCommand(args [][]byte) string {
+	var sb strings.Builder
+	sb.WriteString("ERR unknown command '")
+	sb.WriteString(cString(args[0], 128))
+	sb.WriteString("', with args beginning with: ")
+	n := 0
+	for _, a := range args[1:] {
+		if n >= 128 {
+			break
+		}
+		s := cString(a, 128-n)
+		sb.WriteString("'" + s + "' ")
+		n += len(s) + 3
+	}
+	return sb.String()
+}
+
+// cString renders b as C's "%.*s" would: up to the first NUL, at most n bytes.
+func cString(b []byte, n int) string {
+	if i := bytes.IndexByte(b, 0); i >= 0 {
+		b = b[:i]
+	}
+	if len(b) > n {
+		b = b[:n]
+	}
+	return string(b)
+}
+
+// setProto switches the reply protocol.
+func (c *Conn) setProto(p int) {
+	c.w.Proto = p
+	c.proto.Store(int32(p))
+}
+
+// setAuthed records a successful (or reset) authentication.
+func (c *Conn) setAuthed(ok bool) {
+	c.authed = ok
+	c.rd.Unauthenticated = !ok
+}

@@ -1,0 +1,89 @@
+package server
+
+import (
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// A gate lets one goroutine run alone (EXEC, RENAME, FLUSHALL, and later a snapshot's start)
+// without putting a shared lock on every command. Each goroutine that runs commands owns a slot
+// and marks it busy around each command: two atomic stores to its own cache line and one load of
+// a flag that is written only when someone wants to run alone. The exclusive runner raises the
+// flag and waits until no slot is busy; slots that see the flag step back and wait for it to
+// drop. sync/atomic operations are sequentially consistent, so a slot and the runner can never
+// both believe they may go ahead.
+type gate struct {
+	excl atomic.Bool
+	mu   sync.Mutex // held by the exclusive runner, for its whole run
+
+	slotsMu sync.Mutex
+	slots   map[*slot]struct{}
+}
+
+// A slot is one command-running goroutine's busy flag, padded to its own cache line.
+type slot struct {
+	_    [64]byte
+	busy atomic.Bool
+	_    [63]byte
+}
+
+func newGate() *gate { return &gate{slots: make(map[*slot]struct{})} }
+
+func (g *gate) register() *slot {
+	s := new(slot)
+	g.slotsMu.Lock()
+	g.slots[s] = struct{}{}
+	g.slotsMu.Unlock()
+	return s
+}
+
+func (g *gate) unregister(s *slot) {
+	g.slotsMu.Lock()
+	delete(g.slots, s)
+	g.slotsMu.Unlock()
+}
+
+// enter marks s busy, first waiting out any exclusive run.
+func (g *gate) enter(s *slot) {
+	for {
+		s.busy.Store(true)
+		if !g.excl.Load() {
+			return
+		}
+		s.busy.Store(false)
+		g.mu.Lock() // wait for the exclusive run to end
+		g.mu.Unlock()
+	}
+}
+
+// exit marks s idle.
+func (g *gate) exit(s *slot) { s.busy.Store(false) }
+
+// exclusive runs fn while no other slot is busy. The caller's own slot must not be busy.
+func (g *gate) exclusive(fn func()) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.excl.Store(true)
+	defer g.excl.Store(false)
+	g.slotsMu.Lock()
+	busy := make([]*slot, 0, len(g.slots))
+	for s := range g.slots {
+		busy = append(busy, s)
+	}
+	g.slotsMu.Unlock()
+	// A slot registered after the copy starts idle and sees excl before it can become busy.
+	for _, s := range busy {
+		for spins := 0; s.busy.Load(); spins++ {
+			if spins < 100 {
+				runtime.Gosched()
+			} else {
+				spinSleep()
+			}
+		}
+	}
+	fn()
+}
+
+func spinSleep() { time.Sleep(20 * time.Microsecond) }

@@ -1,0 +1,260 @@
+package server
+
+import (
+	"hash/maphash"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// numShards is the number of independently locked parts of the keyspace: enough that the two
+// cores rarely meet on one lock when creating keys, few enough that SCAN stays cheap.
+const numShards = 256
+
+// keyOverhead is what one key costs beyond its name and value in the memory accounting: the map
+// slot, the entry and its locks.
+const keyOverhead = 96
+
+// A keyspace maps keys to entries. Lookups take a shard's read lock for the map access only;
+// structure changes (create, delete, expire, rename) take the shard's write lock and, for an
+// existing key, the entry's write lock. Adds to a filter hold the entry's read lock while they
+// apply and journal, so a DEL (which takes the write lock) is journaled after every add that
+// went before it and before every add that comes after. Lock order: shard, then entry; a
+// goroutine never takes a shard lock while it holds an entry lock.
+type keyspace struct {
+	seed   maphash.Seed
+	shards [numShards]shard
+	used   atomic.Int64 // accounted bytes of every key and value
+}
+
+type shard struct {
+	mu  sync.RWMutex
+	m   map[string]*entry
+	vol map[*entry]struct{} // entries with an expiry time
+	_   [64]byte
+}
+
+// An entry is one key. Its key and value never change once it is published (SET on an existing
+// key replaces the entry); dead marks an entry removed from the map, which an add that looked it
+// up before the removal must not use.
+type entry struct {
+	mu     sync.RWMutex
+	key    string
+	val    any          // *redisbloom.Chain or *stringValue
+	expire atomic.Int64 // absolute unix milliseconds; 0 means none
+	dead   bool         // under mu
+	mem    atomic.Int64 // charged bytes: keyOverhead, the key, a string's value (a filter charges its own)
+}
+
+type stringValue struct{ b []byte }
+
+// valueMem returns the bytes a value has charged beyond its entry's mem.
+func valueMem(v any) int64 {
+	if bv, ok := v.(*bloomValue); ok {
+		return bv.mem.Load()
+	}
+	return 0
+}
+
+func newKeyspace() *keyspace {
+	ks := &keyspace{seed: maphash.MakeSeed()}
+	for i := range ks.shards {
+		ks.shards[i].m = make(map[string]*entry)
+		ks.shards[i].vol = make(map[*entry]struct{})
+	}
+	return ks
+}
+
+func (ks *keyspace) shard(key []byte) *shard {
+	return &ks.shards[maphash.Bytes(ks.seed, key)%numShards]
+}
+
+func nowMs() int64 { return time.Now().UnixMilli() }
+
+// expired reports whether e's expiry time has passed at now (unix ms). now < 0 asks for the
+// clock only when e has an expiry.
+func (e *entry) expired(now int64) bool {
+	t := e.expire.Load()
+	if t == 0 {
+		return false
+	}
+	if now < 0 {
+		now = nowMs()
+	}
+	return now >= t
+}
+
+// get returns the live entry for key, or nil if there is none or it has expired. It holds no
+// lock on return: the entry's value may be read (it never changes), and used for reads.
+func (ks *keyspace) get(key []byte) *entry {
+	sh := ks.shard(key)
+	sh.mu.RLock()
+	e := sh.m[string(key)]
+	sh.mu.RUnlock()
+	if e == nil || e.expired(-1) {
+		return nil
+	}
+	return e
+}
+
+// rlock returns the live entry for key with its read lock held, or nil.
+func (ks *keyspace) rlock(key []byte) *entry {
+	for {
+		e := ks.get(key)
+		if e == nil {
+			return nil
+		}
+		e.mu.RLock()
+		if !e.dead {
+			return e
+		}
+		e.mu.RUnlock() // deleted or replaced meanwhile: look again
+	}
+}
+
+// lockShard locks key's shard for writing and returns it with the current entry for key (nil
+// if none). An expired entry is removed first, through remove.
+func (ks *keyspace) lockShard(key []byte, remove func(sh *shard, e *entry)) (*shard, *entry) {
+	sh := ks.shard(key)
+	sh.mu.Lock()
+	e := sh.m[string(key)]
+	if e != nil && e.expired(-1) {
+		remove(sh, e)
+		e = nil
+	}
+	return sh, e
+}
+
+// insertLocked publishes e under sh's write lock. Its memory (e.mem) must have been reserved.
+func (ks *keyspace) insertLocked(sh *shard, e *entry) {
+	sh.m[e.key] = e
+	if e.expire.Load() != 0 {
+		sh.vol[e] = struct{}{}
+	}
+}
+
+// reserve accounts n more bytes unless that would pass limit; it reports whether it did.
+func (ks *keyspace) reserve(n, limit int64) bool {
+	for {
+		used := ks.used.Load()
+		if n > 0 && (n > limit || used > limit-n) {
+			return false
+		}
+		if ks.used.CompareAndSwap(used, used+n) {
+			return true
+		}
+	}
+}
+
+// removeLocked unpublishes e under sh's write lock, waiting for the adds that hold e's read lock,
+// then calls journal (if not nil) with e's write lock held so that the record lands after those
+// adds' records and before any record of a new entry for the same key.
+func (ks *keyspace) removeLocked(sh *shard, e *entry, journal func()) {
+	e.mu.Lock()
+	e.dead = true
+	delete(sh.m, e.key)
+	delete(sh.vol, e)
+	ks.used.Add(-e.mem.Load() - valueMem(e.val))
+	if journal != nil {
+		journal()
+	}
+	e.mu.Unlock()
+}
+
+// setExpireLocked sets e's expiry (0 removes it) under sh's write lock.
+func (sh *shard) setExpireLocked(e *entry, at int64) {
+	e.expire.Store(at)
+	if at == 0 {
+		delete(sh.vol, e)
+	} else {
+		sh.vol[e] = struct{}{}
+	}
+}
+
+
+// count returns the number of keys, expired ones not yet removed included (as Redis's DBSIZE).
+func (ks *keyspace) count() (keys, volatile int) {
+	for i := range ks.shards {
+		sh := &ks.shards[i]
+		sh.mu.RLock()
+		keys += len(sh.m)
+		volatile += len(sh.vol)
+		sh.mu.RUnlock()
+	}
+	return keys, volatile
+}
+
+// scanShard appends the live keys of shard i to dst, filtered by keep.
+func (ks *keyspace) scanShard(i int, now int64, dst []string, keep func(e *entry) bool) []string {
+	sh := &ks.shards[i]
+	sh.mu.RLock()
+	defer sh.mu.RUnlock()
+	for k, e := range sh.m {
+		if !e.expired(now) && (keep == nil || keep(e)) {
+			dst = append(dst, k)
+		}
+	}
+	return dst
+}
+
+// rangeEntries calls fn for every live entry, shard by shard, without holding any lock during
+// fn. Entries created or deleted meanwhile may or may not be seen; every entry that exists for
+// the whole iteration is seen exactly once.
+func (ks *keyspace) rangeEntries(fn func(e *entry) bool) {
+	var batch []*entry
+	for i := range ks.shards {
+		sh := &ks.shards[i]
+		sh.mu.RLock()
+		batch = batch[:0]
+		for _, e := range sh.m {
+			batch = append(batch, e)
+		}
+		sh.mu.RUnlock()
+		now := nowMs()
+		for _, e := range batch {
+			if !e.expired(now) && !fn(e) {
+				return
+			}
+		}
+	}
+}
+
+// expireSample removes expired entries from shard i, looking at up to n entries that have an
+// expiry, and returns how many it looked at and how many it removed (Redis's active expiry
+// cycle samples the same way).
+func (ks *keyspace) expireSample(i, n int, remove func(sh *shard, e *entry)) (looked, removed int) {
+	sh := &ks.shards[i]
+	sh.mu.RLock()
+	if len(sh.vol) == 0 {
+		sh.mu.RUnlock()
+		return 0, 0
+	}
+	now := nowMs()
+	var dead []*entry
+	for e := range sh.vol { // map iteration starts at a random place
+		if looked == n {
+			break
+		}
+		looked++
+		if e.expired(now) {
+			dead = append(dead, e)
+		}
+	}
+	sh.mu.RUnlock()
+	if len(dead) == 0 {
+		return looked, 0
+	}
+	sh.mu.Lock()
+	for _, e := range dead {
+		if sh.m[e.key] == e && e.expired(now) {
+			remove(sh, e)
+			removed++
+		}
+	}
+	sh.mu.Unlock()
+	return looked, removed
+}
+
+// randomShard returns a shard index to start a sampling round at.
+func randomShard() int { return rand.IntN(numShards) }

@@ -1,0 +1,409 @@
+package server
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+// A Server is bloomd: it accepts RESP connections and runs their commands against one keyspace.
+// Create it with New, start it with Listen and Serve (or ListenAndServe), stop it with Shutdown.
+type Server struct {
+	mux     *Mux
+	ks      *keyspace
+	gate    *gate
+	journal Journal
+	log     *slog.Logger
+	level   *slog.LevelVar
+
+	cfgMu sync.Mutex
+	cfg   Config // under cfgMu; the fields below mirror the mutable settings for the hot path
+
+	requirepass atomic.Pointer[string]
+	maxmemory   atomic.Int64 // the configured limit, 0 if none
+	maxclients  atomic.Int64
+	timeout     atomic.Int64 // nanoseconds, 0 if none
+	maxBulk     atomic.Int64
+
+	lnMu      sync.Mutex
+	listeners []net.Listener
+	closing   bool // under lnMu
+
+	connsMu sync.Mutex
+	conns   map[*Conn]struct{}
+	nextID  atomic.Int64
+	clients atomic.Int64
+
+	stats struct {
+		conns, rejected, commands, expired, oom atomic.Int64
+	}
+	started  time.Time
+	done     chan struct{}
+	internal *Conn // the client of Exec
+	wg      sync.WaitGroup // connections and the cron goroutine
+}
+
+// New returns a Server for cfg, with every command registered. It does not listen yet.
+func New(cfg Config) (*Server, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	s := &Server{
+		mux:     NewMux(),
+		ks:      newKeyspace(),
+		gate:    newGate(),
+		journal: cfg.Journal,
+		level:   new(slog.LevelVar),
+		conns:   make(map[*Conn]struct{}),
+		started: time.Now(),
+		done:    make(chan struct{}),
+	}
+	s.cfg = cfg
+	s.applyConfig(&cfg)
+	s.log = cfg.Logger
+	if s.log == nil {
+		var w io.Writer = os.Stderr
+		if cfg.LogFile != "" {
+			f, err := os.OpenFile(cfg.LogFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+			if err != nil {
+				return nil, fmt.Errorf("server: logfile: %w", err)
+			}
+			w = f
+		}
+		s.log = slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: s.level}))
+	}
+	registerCommands(s.mux)
+	s.wg.Add(1)
+	go s.cron()
+	return s, nil
+}
+
+// applyConfig copies the mutable settings to the hot-path mirrors. cfgMu must be held (or the
+// server not yet shared).
+func (s *Server) applyConfig(c *Config) {
+	pass := c.Requirepass
+	s.requirepass.Store(&pass)
+	s.maxmemory.Store(c.MaxMemory)
+	s.maxclients.Store(int64(c.MaxClients))
+	s.timeout.Store(int64(c.Timeout) * int64(time.Second))
+	s.maxBulk.Store(c.ProtoMaxBulkLen)
+	s.level.Set(logLevels[c.LogLevel])
+}
+
+// config returns a copy of the current settings.
+func (s *Server) config() Config {
+	s.cfgMu.Lock()
+	defer s.cfgMu.Unlock()
+	return s.cfg
+}
+
+// memoryLimit is the most bytes the keyspace may hold: maxmemory, and never more than the
+// machine's memory, so that a filter that cannot fit is refused instead of killing the process.
+func (s *Server) memoryLimit() int64 {
+	limit := systemMemory()
+	if limit <= 0 {
+		limit = 1 << 62
+	}
+	if m := s.maxmemory.Load(); m > 0 && m < limit {
+		limit = m
+	}
+	return limit
+}
+
+// Listen opens the listeners the settings ask for: port (and tls-port) on every bind address.
+// An address in use is reported naming the setting to change.
+func (s *Server) Listen() error {
+	cfg := s.config()
+	var tlsConf *tls.Config
+	if cfg.TLSPort != 0 {
+		cert, err := tls.LoadX509KeyPair(cfg.TLSCertFile, cfg.TLSKeyFile)
+		if err != nil {
+			return fmt.Errorf("server: tls-cert-file/tls-key-file: %w", err)
+		}
+		tlsConf = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	}
+	var lns []net.Listener
+	fail := func(err error) error {
+		for _, ln := range lns {
+			ln.Close()
+		}
+		return err
+	}
+	for _, port := range []struct {
+		n    int
+		flag string
+		tls  bool
+	}{{cfg.Port, "--port", false}, {cfg.TLSPort, "--tls-port", true}} {
+		if port.n == 0 {
+			continue
+		}
+		for _, b := range cfg.Bind {
+			optional := len(b) > 1 && b[0] == '-' // redis.conf: "-::1" may be unavailable
+			host := b
+			if optional {
+				host = b[1:]
+			}
+			if host == "*" {
+				host = ""
+			}
+			addr := net.JoinHostPort(host, strconv.Itoa(port.n))
+			ln, err := net.Listen("tcp", addr)
+			if err != nil {
+				if optional {
+					continue
+				}
+				if errors.Is(err, syscall.EADDRINUSE) {
+					return fail(fmt.Errorf("server: cannot listen on %s: address already in use; choose another port with %s (or another address with --bind)", addr, port.flag))
+				}
+				return fail(fmt.Errorf("server: cannot listen on %s (%s %d): %w", addr, port.flag, port.n, err))
+			}
+			if port.tls {
+				ln = tls.NewListener(ln, tlsConf)
+			}
+			lns = append(lns, ln)
+		}
+	}
+	if len(lns) == 0 {
+		return errors.New("server: no address to listen on")
+	}
+	s.lnMu.Lock()
+	defer s.lnMu.Unlock()
+	if s.closing {
+		return fail(errors.New("server: shut down"))
+	}
+	s.listeners = append(s.listeners, lns...)
+	return nil
+}
+
+// Addrs returns the addresses the server listens on, plain TCP first.
+func (s *Server) Addrs() []net.Addr {
+	s.lnMu.Lock()
+	defer s.lnMu.Unlock()
+	var addrs []net.Addr
+	for _, ln := range s.listeners {
+		addrs = append(addrs, ln.Addr())
+	}
+	return addrs
+}
+
+// Serve accepts connections on the listeners opened by Listen until Shutdown, and returns nil
+// after a Shutdown.
+func (s *Server) Serve() error {
+	s.lnMu.Lock()
+	lns := s.listeners
+	s.lnMu.Unlock()
+	if len(lns) == 0 {
+		return errors.New("server: Serve called before Listen")
+	}
+	for _, a := range s.Addrs() {
+		s.log.Info("bloomd ready to accept connections", "addr", a.String())
+	}
+	errc := make(chan error, len(lns))
+	for _, ln := range lns {
+		go func() { errc <- s.acceptLoop(ln) }()
+	}
+	var first error
+	for range lns {
+		if err := <-errc; err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+// ListenAndServe calls Listen, then Serve.
+func (s *Server) ListenAndServe() error {
+	if err := s.Listen(); err != nil {
+		return err
+	}
+	return s.Serve()
+}
+
+func (s *Server) acceptLoop(ln net.Listener) error {
+	var delay time.Duration
+	for {
+		nc, err := ln.Accept()
+		if err != nil {
+			select {
+			case <-s.done:
+				return nil
+			default:
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() || errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE) {
+				// Out of file descriptors or a transient failure: back off, as net/http does.
+				delay = min(max(2*delay, 5*time.Millisecond), time.Second)
+				s.log.Warn("accept failed; retrying", "err", err, "delay", delay)
+				time.Sleep(delay)
+				continue
+			}
+			return fmt.Errorf("server: accept: %w", err)
+		}
+		delay = 0
+		s.accept(nc)
+	}
+}
+
+func (s *Server) accept(nc net.Conn) {
+	s.lnMu.Lock()
+	closing := s.closing
+	if !closing {
+		s.wg.Add(1)
+	}
+	s.lnMu.Unlock()
+	if closing {
+		nc.Close()
+		return
+	}
+	s.stats.conns.Add(1)
+	if s.clients.Add(1) > s.maxclients.Load() {
+		s.clients.Add(-1)
+		s.stats.rejected.Add(1)
+		go func() {
+			defer s.wg.Done()
+			nc.SetWriteDeadline(time.Now().Add(time.Second))
+			io.WriteString(nc, "-ERR max number of clients reached\r\n")
+			nc.Close()
+		}()
+		return
+	}
+	if tc, ok := nc.(*net.TCPConn); ok {
+		tc.SetNoDelay(true)
+		tc.SetKeepAlive(true)
+		tc.SetKeepAlivePeriod(300 * time.Second)
+	}
+	c := s.newConn(nc)
+	go func() {
+		defer s.wg.Done()
+		defer s.clients.Add(-1)
+		c.serve()
+	}()
+}
+
+// Shutdown stops accepting connections, lets every connection finish the commands it has
+// received and flush their replies, then closes it. If ctx ends first, the remaining
+// connections are closed at once. Shutdown returns when every connection is closed.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.lnMu.Lock()
+	already := s.closing
+	s.closing = true
+	lns := s.listeners
+	s.lnMu.Unlock()
+	if !already {
+		close(s.done)
+		for _, ln := range lns {
+			ln.Close()
+		}
+	}
+	s.connsMu.Lock()
+	for c := range s.conns {
+		c.stop()
+	}
+	s.connsMu.Unlock()
+	finished := make(chan struct{})
+	go func() { s.wg.Wait(); close(finished) }()
+	select {
+	case <-finished:
+		return nil
+	case <-ctx.Done():
+		s.connsMu.Lock()
+		for c := range s.conns {
+			c.kill()
+		}
+		s.connsMu.Unlock()
+		<-finished
+		return ctx.Err()
+	}
+}
+
+// cron runs the background work: active expiry, ten times a second.
+func (s *Server) cron() {
+	defer s.wg.Done()
+	sl := s.gate.register()
+	defer s.gate.unregister(sl)
+	t := time.NewTicker(100 * time.Millisecond)
+	defer t.Stop()
+	next := randomShard()
+	for {
+		select {
+		case <-s.done:
+			return
+		case <-t.C:
+		}
+		// Like Redis's active expiry: sample 20 keys with an expiry per shard, and go on
+		// while a quarter of a sample was expired, for at most 25 ms.
+		deadline := time.Now().Add(25 * time.Millisecond)
+		for range numShards {
+			i := next
+			next = (next + 1) % numShards
+			for {
+				s.gate.enter(sl)
+				looked, removed := s.ks.expireSample(i, 20, s.expireLocked)
+				s.gate.exit(sl)
+				if looked == 0 || removed*4 < looked || time.Now().After(deadline) {
+					break
+				}
+			}
+			if time.Now().After(deadline) {
+				break
+			}
+		}
+	}
+}
+
+// expireLocked removes an expired entry, journaling a DEL as Redis propagates one.
+func (s *Server) expireLocked(sh *shard, e *entry) {
+	s.ks.removeLocked(sh, e, func() {
+		s.stats.expired.Add(1)
+		if s.journal != nil {
+			s.journal.Append([][]byte{[]byte("DEL"), []byte(e.key)})
+		}
+	})
+}
+
+func (s *Server) addConn(c *Conn) {
+	s.connsMu.Lock()
+	s.conns[c] = struct{}{}
+	s.connsMu.Unlock()
+}
+
+func (s *Server) removeConn(c *Conn) {
+	s.connsMu.Lock()
+	delete(s.conns, c)
+	s.connsMu.Unlock()
+	s.stats.commands.Add(c.ncmds.Load())
+}
+
+// Exec runs one command as a privileged internal client (authenticated, RESP2, no journal wait)
+// and returns its reply. It serves loading a journal at start-up and tests; it must not be
+// called concurrently with itself.
+func (s *Server) Exec(args ...[]byte) []byte {
+	c := s.internalConn()
+	c.execute(args)
+	out := append([]byte(nil), c.w.Bytes()...)
+	c.w.Truncate(0)
+	return out
+}
+
+var internalMu sync.Mutex
+
+func (s *Server) internalConn() *Conn {
+	internalMu.Lock()
+	defer internalMu.Unlock()
+	if s.internal == nil {
+		c := s.newConn(nil)
+		c.authed = true
+		s.internal = c
+	}
+	return s.internal
+}
