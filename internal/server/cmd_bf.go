@@ -269,7 +269,9 @@ func parseRate(b []byte) (float64, bool) {
 	return f, true
 }
 
-func isCSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r' }
+func isCSpace(c byte) bool {
+	return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r'
+}
 
 // bfReserveCmd implements BF.RESERVE key error_rate capacity [EXPANSION expansion] [NONSCALING]
 // with RedisBloom's checks, replies and order, except that options are looked for only after

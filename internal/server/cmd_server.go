@@ -9,7 +9,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
 )
 
 // bloomdVersion is bloomd's own version, reported in INFO server.
@@ -390,4 +389,3 @@ func (c *Conn) writeDocs(cmd *Command) {
 		}
 	}
 }
-

@@ -172,7 +172,6 @@ func (sh *shard) setExpireLocked(e *entry, at int64) {
 	}
 }
 
-
 // count returns the number of keys, expired ones not yet removed included (as Redis's DBSIZE).
 func (ks *keyspace) count() (keys, volatile int) {
 	for i := range ks.shards {

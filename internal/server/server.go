@@ -49,8 +49,8 @@ type Server struct {
 	}
 	started  time.Time
 	done     chan struct{}
-	internal *Conn // the client of Exec
-	wg      sync.WaitGroup // connections and the cron goroutine
+	internal *Conn          // the client of Exec
+	wg       sync.WaitGroup // connections and the cron goroutine
 }
 
 // New returns a Server for cfg, with every command registered. It does not listen yet.
