@@ -24,7 +24,7 @@ func newBitArray(words uint64) (bitArray, error) {
 	if err := checkAlloc(words * 8); err != nil {
 		return nil, err
 	}
-	return make(bitArray, words), nil
+	return allocWords(words), nil
 }
 
 // get reports whether bit b is set.
@@ -75,8 +75,21 @@ func (a bitArray) clear() {
 	}
 }
 
+// equal reports whether a and b have the same length and bits.
+func (a bitArray) equal(b bitArray) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if atomic.LoadUint64(&a[i]) != atomic.LoadUint64(&b[i]) {
+			return false
+		}
+	}
+	return true
+}
+
 func (a bitArray) clone() bitArray {
-	c := make(bitArray, len(a))
+	c := allocWords(uint64(len(a)))
 	for i := range a {
 		c[i] = atomic.LoadUint64(&a[i])
 	}

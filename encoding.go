@@ -95,6 +95,18 @@ func corruptf(format string, args ...any) error {
 // readHeader reads and checks the fixed header of one record. want is the kind the caller can
 // decode; a record of another kind is refused with a message naming both.
 func readHeader(r io.Reader, want kind) (fileHeader, error) {
+	h, err := readAnyHeader(r)
+	if err != nil {
+		return h, err
+	}
+	if h.kind != want {
+		return h, corruptf("file holds a %s filter, not a %s one", h.kind, want)
+	}
+	return h, nil
+}
+
+// readAnyHeader reads and checks the fixed header of one record of any kind.
+func readAnyHeader(r io.Reader) (fileHeader, error) {
 	var b [headerSize]byte
 	if n, err := io.ReadFull(r, b[:]); err != nil {
 		if n == 0 && err == io.EOF {
@@ -123,9 +135,6 @@ func readHeader(r io.Reader, want kind) (fileHeader, error) {
 		payload: binary.LittleEndian.Uint64(b[32:]),
 	}
 	copy(h.params[:], b[40:60])
-	if h.kind != want {
-		return h, corruptf("file holds a %s filter, not a %s one", h.kind, want)
-	}
 	return h, nil
 }
 
@@ -269,6 +278,11 @@ func readClassic(r io.Reader) (*Filter, error) {
 	if err != nil {
 		return nil, err
 	}
+	return readClassicBody(r, h)
+}
+
+// readClassicBody reads the payload of a classic record whose header h has been read.
+func readClassicBody(r io.Reader, h fileHeader) (*Filter, error) {
 	if err := h.checkBits(); err != nil {
 		return nil, err
 	}
@@ -276,6 +290,7 @@ func readClassic(r io.Reader) (*Filter, error) {
 	if err != nil {
 		return nil, err
 	}
+	adviseHugePages(bits)
 	return &Filter{bits: bits, m: h.m, k: int(h.k), scheme: h.scheme, div: newDivisor(h.m)}, nil
 }
 
@@ -318,4 +333,32 @@ func (r *byteReader) Read(p []byte) (int, error) {
 	n := copy(p, r.b)
 	r.b = r.b[n:]
 	return n, nil
+}
+
+// marshal returns the record w writes, with room reserved for a payload of the given size.
+func marshal(w io.WriterTo, payload int64) ([]byte, error) {
+	var b sliceWriter
+	b.buf = make([]byte, 0, headerSize+payload+4)
+	if _, err := w.WriteTo(&b); err != nil {
+		return nil, err
+	}
+	return b.buf, nil
+}
+
+// unmarshal decodes data, which must hold exactly one record of kind want, with body.
+func unmarshal[T any](data []byte, want kind, body func(io.Reader, fileHeader) (T, error)) (T, error) {
+	var zero T
+	r := &byteReader{b: data}
+	h, err := readHeader(r, want)
+	if err != nil {
+		return zero, err
+	}
+	v, err := body(r, h)
+	if err != nil {
+		return zero, err
+	}
+	if len(r.b) != 0 {
+		return zero, corruptf("%d unexpected bytes after the filter", len(r.b))
+	}
+	return v, nil
 }

@@ -21,4 +21,8 @@ var (
 	// bad magic, unknown version, checksum mismatch, truncation, impossible sizes. A filter
 	// is never returned half-loaded alongside it.
 	ErrCorrupt = errors.New("bloom: corrupt data")
+
+	// ErrNotPresent reports a Remove from a counting filter of a key that is definitely not in it
+	// (one of its counters is zero); the filter is left unchanged.
+	ErrNotPresent = errors.New("bloom: key is not in the filter")
 )

@@ -192,22 +192,25 @@ func (f *Filter) test(h1, h2 uint64) bool {
 }
 
 // location is Scheme.Location with the modulus reduced by f.div instead of a division.
-func (f *Filter) location(h1, h2 uint64, i int) uint64 {
-	switch f.scheme {
+func (f *Filter) location(h1, h2 uint64, i int) uint64 { return location(f.scheme, &f.div, h1, h2, i) }
+
+// location is Scheme.Location for scheme s with the modulus reduced by div.
+func location(s Scheme, div *divisor, h1, h2 uint64, i int) uint64 {
+	switch s {
 	case Guava32:
 		lo, hi := int32(h1), int32(h1>>32)
 		c := lo + int32(i+1)*hi
 		if c < 0 {
 			c = ^c
 		}
-		return f.div.mod(uint64(c))
+		return div.mod(uint64(c))
 	case RedisBloom64:
-		return f.div.mod(h1 + uint64(i)*h2)
+		return div.mod(h1 + uint64(i)*h2)
 	case Redisson:
 		i1, i2 := uint64(i/2+1), uint64((i+1)/2)
-		return f.div.mod((i1*h1 + i2*h2) & math.MaxInt64)
+		return div.mod((i1*h1 + i2*h2) & math.MaxInt64)
 	default:
-		return f.div.mod63((h1 + uint64(i)*h2) & math.MaxInt64)
+		return div.mod63((h1 + uint64(i)*h2) & math.MaxInt64)
 	}
 }
 
@@ -297,6 +300,12 @@ func (f *Filter) Equal(g *Filter) bool {
 		}
 	}
 	return true
+}
+
+// Info describes f.
+func (f *Filter) Info() Info {
+	return Info{Kind: kindClassic.String(), Scheme: f.scheme, K: f.k, M: f.m, Bytes: f.ByteLen(),
+		Count: f.ApproximateCount(), FPP: f.EstimatedFPP()}
 }
 
 // ByteLen returns the length in bytes of the filter's bit array: 8 per 64-bit word.

@@ -1,0 +1,61 @@
+package bloom
+
+import (
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// Large bit arrays are backed by transparent huge pages where the kernel allows it (the "madvise"
+// mode most distributions ship). A filter far larger than the cache costs a TLB miss on almost
+// every access with 4 KiB pages, and under virtualisation a TLB miss walks two page tables; with
+// 2 MiB pages the TLB covers gigabytes. Go's heap does not ask for huge pages, so allocWords
+// aligns large arrays to 2 MiB and asks for them itself. BenchmarkHugePages measures the gain.
+
+const (
+	hugePageSize = 2 << 20
+	hugePageMin  = 16 << 20 // below this the 4 KiB TLB entries cover the array well enough
+)
+
+// hugePages switches huge-page backing on; BenchmarkHugePages turns it off to compare.
+var hugePages = true
+
+// allocWords returns a zeroed array of n words; from 16 MiB on, it starts on a 2 MiB boundary and
+// is marked for huge pages before anything touches it, so the first touch maps huge pages. The
+// array is ordinary Go memory (at most 2 MiB of the allocation is left unused before it) and the
+// garbage collector frees it as usual.
+func allocWords(n uint64) bitArray {
+	if !hugePages || n*8 < hugePageMin {
+		return make(bitArray, n)
+	}
+	raw := make(bitArray, n+hugePageSize/8)
+	off := (hugePageSize - uint64(uintptr(unsafe.Pointer(&raw[0])))%hugePageSize) % hugePageSize / 8
+	a := raw[off : off+n : off+n]
+	madviseHuge(a, unix.MADV_HUGEPAGE)
+	return a
+}
+
+// adviseHugePages asks the kernel to back an array that is already in use (a decoded one) with
+// huge pages now, by collapsing its small pages (MADV_COLLAPSE, Linux 6.1; older kernels refuse
+// it and the array keeps its small pages). It is best effort.
+func adviseHugePages(a []uint64) {
+	if !hugePages || uint64(len(a))*8 < hugePageMin {
+		return
+	}
+	madviseHuge(a, unix.MADV_HUGEPAGE)
+	madviseHuge(a, unix.MADV_COLLAPSE)
+}
+
+// madviseHuge applies advice to the whole 2 MiB pages inside a. Errors are ignored: the advice
+// only changes speed, never contents.
+func madviseHuge(a []uint64, advice int) {
+	start := uintptr(unsafe.Pointer(unsafe.SliceData(a)))
+	end := start + uintptr(len(a))*8
+	first := (start + hugePageSize - 1) &^ (hugePageSize - 1)
+	last := end &^ (hugePageSize - 1)
+	if last <= first {
+		return
+	}
+	b := unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(a))), len(a)*8)
+	_ = unix.Madvise(b[first-start:last-start], advice)
+}
