@@ -221,6 +221,26 @@ func (s *Server) Serve() error {
 	return first
 }
 
+// ServeListener serves connections accepted from ln (which the server closes at Shutdown) until
+// Shutdown. It lets a caller choose the listener, such as one on a free port in tests.
+func (s *Server) ServeListener(ln net.Listener) error {
+	if err := s.addListener(ln); err != nil {
+		return err
+	}
+	return s.acceptLoop(ln)
+}
+
+func (s *Server) addListener(ln net.Listener) error {
+	s.lnMu.Lock()
+	defer s.lnMu.Unlock()
+	if s.closing {
+		ln.Close()
+		return errors.New("server: shut down")
+	}
+	s.listeners = append(s.listeners, ln)
+	return nil
+}
+
 // ListenAndServe calls Listen, then Serve.
 func (s *Server) ListenAndServe() error {
 	if err := s.Listen(); err != nil {
