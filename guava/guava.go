@@ -105,7 +105,8 @@ func WriteTo(w io.Writer, f *bloom.Filter) (int64, error) {
 	return total, nil
 }
 
-// Marshal returns f's stream as WriteTo writes it, failing in the same cases.
+// Marshal returns f's stream as WriteTo writes it. It fails as WriteTo does, and with
+// bloom.ErrTooLarge when the stream cannot fit in this machine's memory.
 func Marshal(f *bloom.Filter) ([]byte, error) {
 	n, err := EncodedLen(f)
 	if err != nil {
@@ -138,8 +139,8 @@ func swapWords(b []byte) {
 // data after the filter; Guava's readFrom also stops there. It checks the header before it
 // allocates: a size beyond this machine's memory is refused with bloom.ErrTooLarge, and the words
 // are read in growing steps, so a stream that ends early costs memory in proportion to what it
-// delivered. Errors caused by the bytes, truncation included, wrap bloom.ErrCorrupt; errors of r
-// other than io.EOF and io.ErrUnexpectedEOF are returned wrapped, as they are.
+// delivered. Errors caused by the bytes, truncation included, wrap bloom.ErrCorrupt; other
+// errors from r are returned wrapped, with the position they interrupted.
 func ReadFrom(r io.Reader) (*bloom.Filter, error) {
 	var b [HeaderSize]byte
 	if n, err := io.ReadFull(r, b[:]); err != nil {
