@@ -51,6 +51,10 @@ func (c *Conn) authenticate(user, pass []byte) bool {
 }
 
 func authCmd(c *Conn, args [][]byte) {
+	if len(args) > 3 {
+		c.w.Error(errSyntax)
+		return
+	}
 	if len(args) == 2 && *c.srv.requirepass.Load() == "" {
 		c.w.Error("ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?")
 		return
@@ -99,7 +103,7 @@ func helloCmd(c *Conn, args [][]byte) {
 		}
 	}
 	if !authGiven && !c.authed {
-		c.w.Error("NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time")
+		c.w.Error("NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time")
 		return
 	}
 	if authGiven {

@@ -74,7 +74,7 @@ func registerCommands(mx *Mux) {
 	noauth := FlagNoAuth | FlagLoading | FlagStale | f
 	cmd("ping", -1, f, 0, 0, 0, "1.0.0", "connection", "Returns the server's liveliness response.", pingCmd).MaxArgs = 2
 	cmd("echo", 2, f, 0, 0, 0, "1.0.0", "connection", "Returns the given string.", echoCmd)
-	cmd("auth", -2, noauth, 0, 0, 0, "1.0.0", "connection", "Authenticates the connection.", authCmd).MaxArgs = 3
+	cmd("auth", -2, noauth, 0, 0, 0, "1.0.0", "connection", "Authenticates the connection.", authCmd)
 	cmd("hello", -1, noauth, 0, 0, 0, "6.0.0", "connection", "Handshakes with the Redis server.", helloCmd)
 	cmd("quit", -1, noauth|FlagNoMulti, 0, 0, 0, "1.0.0", "connection", "Closes the connection.", quitCmd)
 	cmd("reset", 1, noauth|FlagNoMulti, 0, 0, 0, "6.2.0", "connection", "Resets the connection.", resetCmd)

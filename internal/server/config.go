@@ -212,7 +212,7 @@ func parseMemory(v string) (int64, error) {
 	}
 	n, err := strconv.ParseInt(s, 10, 64)
 	if err != nil || n < 0 || n > math.MaxInt64/mul {
-		return 0, fmt.Errorf("argument must be a memory value (such as 100mb), not %q", v)
+		return 0, errors.New("argument must be a memory value")
 	}
 	return n * mul, nil
 }

@@ -195,6 +195,13 @@ func (c *Conn) lookup(name []byte) *Command {
 // execute checks a command against the table (existence, arity, authentication), queues it
 // inside MULTI, and otherwise runs it.
 func (c *Conn) execute(args [][]byte) {
+	if equalFold(args[0], "post") || equalFold(args[0], "host:") {
+		// A browser tricked into posting to bloomd's port (cross-protocol scripting): close
+		// without an answer, as Redis does.
+		c.srv.log.Warn("possible SECURITY ATTACK detected: a client sent an HTTP request; connection aborted", "client", c.addr)
+		c.quit = true
+		return
+	}
 	cmd := c.lookup(args[0])
 	if cmd == nil {
 		c.reject(unknownCommand(args))
