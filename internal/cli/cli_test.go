@@ -1,0 +1,94 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// result is what one in-process run of the bloom command produced.
+type result struct {
+	code           int
+	stdout, stderr string
+}
+
+// run runs the bloom command in-process with the given standard input and arguments.
+func run(t *testing.T, stdin string, args ...string) result {
+	t.Helper()
+	return runReader(t, strings.NewReader(stdin), args...)
+}
+
+func runReader(t *testing.T, stdin io.Reader, args ...string) result {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := Run(context.Background(), args, stdin, &out, &errb)
+	return result{code, out.String(), errb.String()}
+}
+
+// ok fails the test unless the run succeeded, and returns its standard output.
+func (r result) ok(t *testing.T) string {
+	t.Helper()
+	if r.code != 0 {
+		t.Fatalf("exit status %d, stderr:\n%s", r.code, r.stderr)
+	}
+	return r.stdout
+}
+
+// fails fails the test unless the run exited with status 2 and an error that contains every
+// one of want; nothing must be written to stdout.
+func (r result) fails(t *testing.T, want ...string) {
+	t.Helper()
+	if r.code != exitError {
+		t.Fatalf("exit status %d, want %d; stdout:\n%s\nstderr:\n%s", r.code, exitError, r.stdout, r.stderr)
+	}
+	for _, w := range want {
+		if !strings.Contains(r.stderr, w) {
+			t.Errorf("stderr %q does not say %q", r.stderr, w)
+		}
+	}
+	if strings.Contains(r.stderr, "panic") || strings.Contains(r.stderr, "goroutine ") {
+		t.Errorf("stderr shows a panic:\n%s", r.stderr)
+	}
+}
+
+// testdata returns the path of a file in testdata/.
+func testdata(name string) string { return filepath.Join("testdata", name) }
+
+// tempPath returns a path in a fresh temporary directory.
+func tempPath(t *testing.T, name string) string { return filepath.Join(t.TempDir(), name) }
+
+func mustRead(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func TestRootHelpListsSubcommands(t *testing.T) {
+	out := run(t, "", "--help").ok(t)
+	for _, sub := range []string{"calc", "build", "test", "info", "merge", "convert", "push", "pull"} {
+		if !strings.Contains(out, sub) {
+			t.Errorf("bloom --help does not list %s:\n%s", sub, out)
+		}
+	}
+}
+
+func TestEverySubcommandHelpHasAnExample(t *testing.T) {
+	for _, sub := range []string{"calc", "build", "test", "info", "merge", "convert", "push", "pull"} {
+		out := run(t, "", sub, "--help").ok(t)
+		if !strings.Contains(out, "Examples:") || !strings.Contains(out, "bloom "+sub) {
+			t.Errorf("bloom %s --help shows no example:\n%s", sub, out)
+		}
+	}
+}
+
+func TestUnknownCommandAndFlag(t *testing.T) {
+	run(t, "", "frobnicate").fails(t, "unknown command", "frobnicate", "bloom --help")
+	run(t, "", "calc", "--frob").fails(t, "unknown flag: --frob", "bloom calc --help")
+}
