@@ -82,7 +82,7 @@ func parseTranscript(t *testing.T, path string) []block {
 	return blocks
 }
 
-func readDump(t *testing.T, name string) []byte {
+func readDump(t testing.TB, name string) []byte {
 	b, err := os.ReadFile(filepath.Join("testdata", name))
 	if err != nil {
 		t.Fatal(err)
