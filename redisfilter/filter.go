@@ -120,6 +120,9 @@ func New(ctx context.Context, c redis.UniversalClient, name string, n uint64, p 
 	if err != nil {
 		return nil, err
 	}
+	if (m+o.PartBits-1)/o.PartBits > maxParts {
+		return nil, fmt.Errorf("%w: %d bits in parts of %d make more than %d parts", ErrInvalid, m, o.PartBits, maxParts)
+	}
 	f := newNative(c, name, o, "classic", m, k, n, p, o.PartBits)
 	if err := f.init(ctx, "new"); err != nil {
 		return nil, err
@@ -146,6 +149,16 @@ func openNative(ctx context.Context, c redis.UniversalClient, name string, opt *
 	if err != nil {
 		return nil, err
 	}
+	return parseNative(c, name, line, kind, o)
+}
+
+// maxParts bounds the parts of a split filter read from Redis (2^48 bits at the largest part
+// size), so a damaged parameter line cannot make a handle allocate without limit.
+const maxParts = 1 << 16
+
+// parseNative builds a handle from a stored parameter line, which must be one this package
+// writes, byte for byte, for the parameters it states.
+func parseNative(c redis.UniversalClient, name, line, kind string, o Options) (*Filter, error) {
 	fields, err := expectKind(name, line, kind)
 	if err != nil {
 		return nil, err
@@ -171,8 +184,8 @@ func openNative(ctx context.Context, c redis.UniversalClient, name string, opt *
 	switch {
 	case perr != nil:
 		return nil, perr
-	case serr != nil || ferr != nil || m == 0 || k == 0 || k > bloom.MaxK || partBits == 0 || partBits%64 != 0 ||
-		partBits > MaxPartBits || parts != (m+partBits-1)/partBits:
+	case serr != nil || ferr != nil || m == 0 || k == 0 || k > bloom.MaxK || parts == 0 || parts > maxParts ||
+		partBits == 0 || partBits%64 != 0 || partBits > MaxPartBits || parts != (m+partBits-1)/partBits:
 		return nil, fmt.Errorf("%w: filter %q has parameters this package cannot use: %q", ErrConfigMismatch, name, line)
 	}
 	o.Scheme = scheme

@@ -97,6 +97,12 @@ func OpenScalable(ctx context.Context, c redis.UniversalClient, name string, opt
 	if err != nil {
 		return nil, opErr("open", name, err)
 	}
+	return parseScalable(c, name, line, o)
+}
+
+// parseScalable builds a handle from a stored parameter line, which must be one this package
+// writes, byte for byte, for the parameters it states.
+func parseScalable(c redis.UniversalClient, name, line string, o Options) (*ScalableFilter, error) {
 	fields, err := expectKind(name, line, "scalable")
 	if err != nil {
 		return nil, err

@@ -1,0 +1,72 @@
+package redisfilter
+
+import (
+	"math"
+	"regexp"
+	"strconv"
+	"testing"
+)
+
+// The parameter lines come from Redis, where anyone with access may have written anything: the
+// parsers must refuse what they cannot use with an error, never panic, never allocate without
+// bound, and accept only lines they would write themselves.
+
+func FuzzParseNative(f *testing.F) {
+	o, _ := (*Options)(nil).resolve()
+	for _, kind := range []string{"classic", "counting"} {
+		f.Add(newNative(nil, "x", o, kind, 9600, 7, 1000, 0.01, MaxPartBits).parts[0].want)
+	}
+	f.Add(newNative(nil, "x", o, "classic", 95872, 7, 10000, 0.01, 4096).parts[0].want)
+	f.Fuzz(func(t *testing.T, line string) {
+		for _, kind := range []string{"classic", "counting"} {
+			g, err := parseNative(nil, "x", line, kind, o)
+			if err != nil {
+				continue
+			}
+			if g.parts[0].want != line || g.m == 0 || g.k < 1 || len(g.parts) > maxParts {
+				t.Fatalf("accepted %q as m=%d k=%d parts=%d, which writes %q", line, g.m, g.k, len(g.parts), g.parts[0].want)
+			}
+			_ = describeMismatch(line, g.parts[0].want)
+		}
+		_ = describeMismatch(line, "redisfilter/1 kind=classic m=1")
+	})
+}
+
+func FuzzParseScalable(f *testing.F) {
+	o, _ := (*Options)(nil).resolve()
+	s, err := newScalable(nil, "x", o, 1000, 0.01, maxChainLinks)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(s.line)
+	f.Fuzz(func(t *testing.T, line string) {
+		g, err := parseScalable(nil, "x", line, o)
+		if err != nil {
+			return
+		}
+		if g.line != line || len(g.links) == 0 || len(g.links) > maxChainLinks {
+			t.Fatalf("accepted %q with %d links, which writes %q", line, len(g.links), g.line)
+		}
+	})
+}
+
+var javaDoubleSyntax = regexp.MustCompile(`^-?(\d+\.\d+|\d\.\d+E-?\d+)$`)
+
+func FuzzJavaDouble(f *testing.F) {
+	for _, v := range []float64{0.03, 1e-4, 0.001, 1e7, 123.5, 5e-324, math.MaxFloat64} {
+		f.Add(v)
+	}
+	f.Fuzz(func(t *testing.T, v float64) {
+		s := javaDouble(v)
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return
+		}
+		if !javaDoubleSyntax.MatchString(s) {
+			t.Fatalf("javaDouble(%g) = %q, not Java's syntax", v, s)
+		}
+		back, err := strconv.ParseFloat(s, 64)
+		if err != nil || back != v {
+			t.Fatalf("javaDouble(%g) = %q parses back as %g, %v", v, s, back, err)
+		}
+	})
+}
