@@ -8,6 +8,7 @@ import (
 	"hash"
 	"hash/crc32"
 	"io"
+	"math"
 
 	"github.com/bloomd/bloom"
 )
@@ -52,14 +53,17 @@ func (c *Chain) WriteTo(w io.Writer) (int64, error) {
 
 	links := *c.links.Load()
 	header := c.appendHeader(nil, links)
-	var records uint32
+	var records uint64
 	for _, l := range links {
-		records += uint32((l.bytes() + MaxChunkSize - 1) / MaxChunkSize)
+		records += (l.bytes() + MaxChunkSize - 1) / MaxChunkSize
+	}
+	if records > math.MaxUint32 { // 64 PiB of bit arrays: unreachable on real machines
+		return 0, fmt.Errorf("redisbloom: a chain of %d chunks does not fit the dump format", records)
 	}
 	le := binary.LittleEndian
 	b := []byte(dumpMagic)
 	b = le.AppendUint32(b, dumpVersion)
-	b = le.AppendUint32(b, records)
+	b = le.AppendUint32(b, uint32(records))
 	b = le.AppendUint32(b, uint32(len(header)))
 	b = append(b, header...)
 	out.Write(b)
