@@ -119,8 +119,8 @@ func TestModuleBloomd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s, p, piped, _ := hook.get(); s != 0 || p != 1 || piped != 3 {
-		t.Errorf("AddMany of 2999 keys sent %d commands and %d pipelines of %d; want one pipeline of 3 BF.INSERT", s, p, piped)
+	if s, p, piped, names := hook.get(); s != 0 || p != 1 || piped != 3 {
+		t.Errorf("AddMany of 2999 keys sent %d commands and %d pipelines of %d (%v); want one pipeline of 3 BF.INSERT", s, p, piped, names)
 	}
 	if n := strings.Count(formatBools(added), "1"); n < 2950 {
 		t.Errorf("only %d of 2999 distinct keys reported new", n)
