@@ -12,10 +12,5 @@ func stub(name string) *cobra.Command {
 		RunE: func(*cobra.Command, []string) error { return errors.New("not implemented yet") }}
 }
 
-func newTestCmd(e *env) *cobra.Command    { return stub("test") }
-func newInfoCmd(e *env) *cobra.Command    { return stub("info") }
-func newMergeCmd(e *env) *cobra.Command   { return stub("merge") }
-func newConvertCmd(e *env) *cobra.Command { return stub("convert") }
-func newPushCmd(e *env) *cobra.Command    { return stub("push") }
-func newPullCmd(e *env) *cobra.Command    { return stub("pull") }
-func newBuildCmd(e *env) *cobra.Command   { return stub("build") }
+func newPushCmd(e *env) *cobra.Command { return stub("push") }
+func newPullCmd(e *env) *cobra.Command { return stub("pull") }

@@ -1,0 +1,109 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"text/tabwriter"
+
+	"github.com/bloomd/bloom"
+	"github.com/spf13/cobra"
+)
+
+func newInfoCmd(e *env) *cobra.Command {
+	var from fileFormat
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "info FILE",
+		Short: "Describe a filter: format, sizes, fill and false-positive rate now",
+		Long: `info reads a filter file and prints its format, type, hashing scheme, size in bits, number
+of hash functions (k), capacity, count of items, fill ratio (the fraction of bits set) and
+the false-positive rate it has now, computed from the bits that are set.
+
+The capacity of a fixed-size filter is m·ln2/k, the count for which its k is the best
+choice: past it the false-positive rate climbs quickly. A scalable filter or RedisBloom chain
+reports the total capacity of its links, which grows as items are added. The count is a tally
+for scalable, counting and RedisBloom filters, and otherwise an estimate from the bits set.`,
+		Example: `  bloom info users.bloom
+  bloom info --from guava users.guava
+  bloom info --json seen.bfdump | jq .fpp`,
+		Args: argsUsage(1, 1, "bloom info FILE"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			f, err := readFilter(args[0], from, e.stdin)
+			if err != nil {
+				return err
+			}
+			d := f.describe()
+			if asJSON {
+				return writeJSON(e.stdout, d)
+			}
+			printDescription(e.stdout, d)
+			return nil
+		},
+	}
+	cmd.Flags().Var(&from, "from", fromHelp)
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object (bits, bytes and counts as numbers)")
+	return cmd
+}
+
+func writeJSON(w io.Writer, d description) error {
+	type out description
+	v := out(d)
+	if math.IsNaN(v.FillRatio) {
+		v.FillRatio = -1 // JSON has no NaN; -1 means not available
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+func printDescription(w io.Writer, d description) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	row := func(k, format string, args ...any) {
+		fmt.Fprintf(tw, "%s:\t"+format+"\n", append([]any{k}, args...)...)
+	}
+	row("format", "%s", d.Format)
+	row("type", "%s", d.Kind)
+	row("scheme", "%s", d.Scheme)
+	unit := "bits"
+	if d.Kind == "counting" {
+		unit = "counters"
+	}
+	row(unit, "%s (%s)", group(d.Bits), bloom.FormatBytes(uint64(d.Bytes)))
+	k := fmt.Sprint(d.K)
+	if d.Sectors > 0 {
+		k += fmt.Sprintf(" (%d sectors of 64 bits)", d.Sectors)
+	}
+	if d.Links > 0 {
+		k += " (first link)"
+	}
+	row("k", "%s", k)
+	if d.Links > 0 {
+		links := fmt.Sprint(d.Links)
+		switch {
+		case d.NonScaling:
+			links += " (non-scaling)"
+		case d.Expansion > 0:
+			links += fmt.Sprintf(" (each new one %d× larger)", d.Expansion)
+		}
+		row("links", "%s", links)
+	}
+	capNote := "items, where k is optimal"
+	if d.Links > 0 {
+		capNote = "items in the links so far"
+	}
+	row("capacity", "%s %s", group(d.Capacity), capNote)
+	countNote := "(estimated from the bits set)"
+	if d.CountExact {
+		countNote = "(counted as added)"
+	}
+	row("count", "%s %s", group(d.Count), countNote)
+	if math.IsNaN(d.FillRatio) {
+		row("fill ratio", "n/a")
+	} else {
+		row("fill ratio", "%.4f (%s of bits set)", d.FillRatio, formatRate(d.FillRatio))
+	}
+	row("fpp now", "%s", formatRate(d.FPP))
+	tw.Flush()
+}
