@@ -69,7 +69,7 @@ type Options struct {
 // Only appending a link takes the chain's lock. Used from one goroutine, a Chain reproduces
 // RedisBloom exactly: same links, same counts, same bits, same BF.SCANDUMP bytes. Concurrent
 // Adds of one item that is new may both report it new and both count it (as in any lock-free
-// Bloom filter); a link never counts more items than its capacity.
+// Bloom filter); Add never counts a link past its capacity.
 //
 // The zero Chain is not usable; make one with NewChain or LoadHeader.
 type Chain struct {
