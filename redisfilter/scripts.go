@@ -59,6 +59,10 @@ local a = 7
 // offsets are preceded by their count (the parts of a split filter get different numbers of a
 // key's positions); then the offsets. Add answers 1 for a key when at least one of its bits was
 // clear (Guava's put); test answers 1 when all are set, and stops at the first clear bit.
+//
+// One SETBIT or GETBIT per bit: measured on Redis 7.0, this costs the server less than batching
+// the bits into BITFIELD SET/GET u1 commands (whose argument parsing dominates), and a test of an
+// absent key usually stops after one or two bits.
 const bitsBody = `
 local stride, out, j = tonumber(ARGV[a]), {}, a + 1
 for i = 1, n do
