@@ -21,68 +21,60 @@ const batchSize = 64
 
 type hashPair = [2]uint64
 
-// batcher is implemented by every filter type.
-type batcher interface {
-	hashScheme() Scheme
-	addHashed(dst []bool, hs []hashPair) []bool
-	testHashed(dst []bool, hs []hashPair) []bool
-}
-
-func hashBatch[K []byte | string](s Scheme, hs []hashPair, keys []K) {
-	switch ks := any(keys).(type) {
-	case [][]byte:
-		for i, k := range ks {
-			hs[i][0], hs[i][1] = s.Hash(k)
+// hashKeys hashes the keys of one batch, taken from whichever of b and s is non-nil, starting at
+// index from, into hs.
+func hashKeys(sch Scheme, hs []hashPair, b [][]byte, s []string, from int) {
+	if b != nil {
+		b = b[from : from+len(hs)]
+		for i := range hs {
+			hs[i][0], hs[i][1] = sch.Hash(b[i])
 		}
-	case []string:
-		for i, k := range ks {
-			hs[i][0], hs[i][1] = s.Hash(stringBytes(k))
-		}
+		return
+	}
+	s = s[from : from+len(hs)]
+	for i := range hs {
+		hs[i][0], hs[i][1] = sch.Hash(stringBytes(s[i]))
 	}
 }
 
-func addMany[K []byte | string](f batcher, dst []bool, keys []K) []bool {
-	dst = slices.Grow(dst, len(keys))
-	var hs [batchSize]hashPair
-	s := f.hashScheme()
-	for len(keys) > 0 {
-		n := min(len(keys), batchSize)
-		hashBatch(s, hs[:n], keys[:n])
-		dst = f.addHashed(dst, hs[:n])
-		keys = keys[n:]
-	}
-	return dst
-}
-
-func testMany[K []byte | string](f batcher, dst []bool, keys []K) []bool {
-	dst = slices.Grow(dst, len(keys))
-	var hs [batchSize]hashPair
-	s := f.hashScheme()
-	for len(keys) > 0 {
-		n := min(len(keys), batchSize)
-		hashBatch(s, hs[:n], keys[:n])
-		dst = f.testHashed(dst, hs[:n])
-		keys = keys[n:]
-	}
-	return dst
-}
+// Each filter type has its own driver, many, which hashes batchSize keys at a time into an array
+// on the stack and hands them to its addHashed or testHashed. (A shared driver would call those
+// through an interface, and the array would escape to the heap.)
 
 // Classic filter.
 
 // AddMany adds every key of keys, as Add would one after the other, and appends to dst whether
 // each was definitely new. A caller that reuses dst (passing dst[:0]) allocates nothing.
-func (f *Filter) AddMany(dst []bool, keys [][]byte) []bool { return addMany(f, dst, keys) }
+func (f *Filter) AddMany(dst []bool, keys [][]byte) []bool { return f.many(dst, keys, nil, true) }
 
 // TestMany appends to dst, for each key of keys, what Test would report.
-func (f *Filter) TestMany(dst []bool, keys [][]byte) []bool { return testMany(f, dst, keys) }
+func (f *Filter) TestMany(dst []bool, keys [][]byte) []bool { return f.many(dst, keys, nil, false) }
 
 // AddManyStrings is AddMany for the UTF-8 bytes of strings.
-func (f *Filter) AddManyStrings(dst []bool, keys []string) []bool { return addMany(f, dst, keys) }
+func (f *Filter) AddManyStrings(dst []bool, keys []string) []bool {
+	return f.many(dst, nil, keys, true)
+}
 
 // TestManyStrings is TestMany for the UTF-8 bytes of strings.
-func (f *Filter) TestManyStrings(dst []bool, keys []string) []bool { return testMany(f, dst, keys) }
+func (f *Filter) TestManyStrings(dst []bool, keys []string) []bool {
+	return f.many(dst, nil, keys, false)
+}
 
-func (f *Filter) hashScheme() Scheme { return f.scheme }
+func (f *Filter) many(dst []bool, bs [][]byte, ss []string, add bool) []bool {
+	n := max(len(bs), len(ss))
+	dst = slices.Grow(dst, n)
+	var hs [batchSize]hashPair
+	for from := 0; from < n; from += batchSize {
+		h := hs[:min(batchSize, n-from)]
+		hashKeys(f.scheme, h, bs, ss, from)
+		if add {
+			dst = f.addHashed(dst, h)
+		} else {
+			dst = f.testHashed(dst, h)
+		}
+	}
+	return dst
+}
 
 // probe is test without early exit: it loads all k words, so that the loads of consecutive keys
 // overlap instead of waiting behind a mispredicted branch.
@@ -126,23 +118,44 @@ func (f *Filter) addHashed(dst []bool, hs []hashPair) []bool {
 
 // AddMany adds every key of keys, as Add would one after the other, and appends to dst whether
 // each was definitely new. A caller that reuses dst (passing dst[:0]) allocates nothing.
-func (f *Blocked) AddMany(dst []bool, keys [][]byte) []bool { return addMany(f, dst, keys) }
+func (f *Blocked) AddMany(dst []bool, keys [][]byte) []bool { return f.many(dst, keys, nil, true) }
 
 // TestMany appends to dst, for each key of keys, what Test would report.
-func (f *Blocked) TestMany(dst []bool, keys [][]byte) []bool { return testMany(f, dst, keys) }
+func (f *Blocked) TestMany(dst []bool, keys [][]byte) []bool { return f.many(dst, keys, nil, false) }
 
 // AddManyStrings is AddMany for the UTF-8 bytes of strings.
-func (f *Blocked) AddManyStrings(dst []bool, keys []string) []bool { return addMany(f, dst, keys) }
+func (f *Blocked) AddManyStrings(dst []bool, keys []string) []bool {
+	return f.many(dst, nil, keys, true)
+}
 
 // TestManyStrings is TestMany for the UTF-8 bytes of strings.
-func (f *Blocked) TestManyStrings(dst []bool, keys []string) []bool { return testMany(f, dst, keys) }
+func (f *Blocked) TestManyStrings(dst []bool, keys []string) []bool {
+	return f.many(dst, nil, keys, false)
+}
 
-func (f *Blocked) hashScheme() Scheme { return Guava64 }
+func (f *Blocked) many(dst []bool, bs [][]byte, ss []string, add bool) []bool {
+	n := max(len(bs), len(ss))
+	dst = slices.Grow(dst, n)
+	var hs [batchSize]hashPair
+	for from := 0; from < n; from += batchSize {
+		h := hs[:min(batchSize, n-from)]
+		hashKeys(Guava64, h, bs, ss, from)
+		if add {
+			dst = f.addHashed(dst, h)
+		} else {
+			dst = f.testHashed(dst, h)
+		}
+	}
+	return dst
+}
 
 // probe is test without early exit.
 func (f *Blocked) probe(h1, h2 uint64) bool {
-	i := f.block(h1)
-	blk := (*[blockWords]uint64)(f.bits[i : i+blockWords])
+	blk := f.block(h1)
+	if f.sectors == 2 {
+		w0, w1, m0, m1 := sectors2(h2, f.b)
+		return m0&^atomic.LoadUint64(&blk[w0&3])|m1&^atomic.LoadUint64(&blk[4+w1&3]) == 0
+	}
 	var miss uint64
 	for s := range f.sectors {
 		word, mask := f.sector(h2, s)
@@ -173,20 +186,36 @@ func (f *Blocked) addHashed(dst []bool, hs []hashPair) []bool {
 
 // AddMany adds every key of keys, as Add would one after the other, and appends to dst whether
 // each was definitely new. A caller that reuses dst (passing dst[:0]) allocates nothing.
-func (c *Counting) AddMany(dst []bool, keys [][]byte) []bool { return addMany(c, dst, keys) }
+func (c *Counting) AddMany(dst []bool, keys [][]byte) []bool { return c.many(dst, keys, nil, true) }
 
 // TestMany appends to dst, for each key of keys, what Test would report.
-func (c *Counting) TestMany(dst []bool, keys [][]byte) []bool { return testMany(c, dst, keys) }
+func (c *Counting) TestMany(dst []bool, keys [][]byte) []bool { return c.many(dst, keys, nil, false) }
 
 // AddManyStrings is AddMany for the UTF-8 bytes of strings.
-func (c *Counting) AddManyStrings(dst []bool, keys []string) []bool { return addMany(c, dst, keys) }
+func (c *Counting) AddManyStrings(dst []bool, keys []string) []bool {
+	return c.many(dst, nil, keys, true)
+}
 
 // TestManyStrings is TestMany for the UTF-8 bytes of strings.
 func (c *Counting) TestManyStrings(dst []bool, keys []string) []bool {
-	return testMany(c, dst, keys)
+	return c.many(dst, nil, keys, false)
 }
 
-func (c *Counting) hashScheme() Scheme { return c.scheme }
+func (c *Counting) many(dst []bool, bs [][]byte, ss []string, add bool) []bool {
+	n := max(len(bs), len(ss))
+	dst = slices.Grow(dst, n)
+	var hs [batchSize]hashPair
+	for from := 0; from < n; from += batchSize {
+		h := hs[:min(batchSize, n-from)]
+		hashKeys(c.scheme, h, bs, ss, from)
+		if add {
+			dst = c.addHashed(dst, h)
+		} else {
+			dst = c.testHashed(dst, h)
+		}
+	}
+	return dst
+}
 
 // probe is test without early exit.
 func (c *Counting) probe(h1, h2 uint64) bool {
@@ -219,20 +248,36 @@ func (c *Counting) addHashed(dst []bool, hs []hashPair) []bool {
 
 // AddMany adds every key of keys, as Add would one after the other, and appends to dst whether
 // each was definitely new. A caller that reuses dst (passing dst[:0]) allocates nothing.
-func (s *Scalable) AddMany(dst []bool, keys [][]byte) []bool { return addMany(s, dst, keys) }
+func (s *Scalable) AddMany(dst []bool, keys [][]byte) []bool { return s.many(dst, keys, nil, true) }
 
 // TestMany appends to dst, for each key of keys, what Test would report.
-func (s *Scalable) TestMany(dst []bool, keys [][]byte) []bool { return testMany(s, dst, keys) }
+func (s *Scalable) TestMany(dst []bool, keys [][]byte) []bool { return s.many(dst, keys, nil, false) }
 
 // AddManyStrings is AddMany for the UTF-8 bytes of strings.
-func (s *Scalable) AddManyStrings(dst []bool, keys []string) []bool { return addMany(s, dst, keys) }
+func (s *Scalable) AddManyStrings(dst []bool, keys []string) []bool {
+	return s.many(dst, nil, keys, true)
+}
 
 // TestManyStrings is TestMany for the UTF-8 bytes of strings.
 func (s *Scalable) TestManyStrings(dst []bool, keys []string) []bool {
-	return testMany(s, dst, keys)
+	return s.many(dst, nil, keys, false)
 }
 
-func (s *Scalable) hashScheme() Scheme { return Guava64 }
+func (s *Scalable) many(dst []bool, bs [][]byte, ss []string, add bool) []bool {
+	n := max(len(bs), len(ss))
+	dst = slices.Grow(dst, n)
+	var hs [batchSize]hashPair
+	for from := 0; from < n; from += batchSize {
+		h := hs[:min(batchSize, n-from)]
+		hashKeys(Guava64, h, bs, ss, from)
+		if add {
+			dst = s.addHashed(dst, h)
+		} else {
+			dst = s.testHashed(dst, h)
+		}
+	}
+	return dst
+}
 
 // testHashed probes the links one after the other for the whole batch, so each pass is a loop
 // of independent loads.

@@ -21,6 +21,16 @@
 // helpers encode as Guava's funnels do, so the same key answers the same in Java and Go:
 // strings as their UTF-8 bytes, int64/uint64 as 8 little-endian bytes, int32 as 4.
 //
+// # Types
+//
+// Filter is the classic filter, Guava- and RedisBloom-compatible. Blocked puts all of a key's bits
+// in one 64-byte cache line: one memory access per operation instead of k, for about 8% more
+// memory at p = 0.01; use it when speed matters more than compatibility. Scalable is a chain of
+// classic or blocked filters that grows with the keys while its false-positive rate stays below
+// p; use it when the number of keys is unknown. Counting has 4-bit counters instead of bits, so
+// keys can be removed, at four times the memory. All of them satisfy AnyFilter, and all have
+// batch forms, AddMany and TestMany, which overlap the cache misses of many keys.
+//
 // # Concurrency
 //
 // Filters are safe for concurrent use without locks. Bits live in 64-bit words that adds set with
@@ -30,9 +40,12 @@
 //
 // WriteTo, ReadFrom, MarshalBinary and UnmarshalBinary use the native format, documented in
 // encoding.go: a checksummed 64-byte header (magic, version, kind, scheme, k, m, count), then the
-// words, then a checksum of the words. Decoding validates everything before it allocates and
-// reports damage as ErrCorrupt. Guava's stream format is in package guava, RedisBloom's
-// BF.SCANDUMP format in package redisbloom.
+// words, then a checksum of the words. The kind byte says which type wrote the record (classic,
+// blocked, scalable, counting; each type's file documents its parameters and payload), and
+// Decode reads a record of any kind into an AnyFilter, so a program can open a file without
+// knowing what it holds. Decoding validates everything before it allocates and reports damage
+// as ErrCorrupt. Guava's stream format is in package guava, RedisBloom's BF.SCANDUMP format in
+// package redisbloom.
 //
 // # Usage
 //

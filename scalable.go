@@ -18,9 +18,11 @@ import (
 //
 //	P(false positive) ≤ Σ p·(1−r)·r^i = p·(1−r)/(1−r) = p
 //
-// (in practice slightly lower, since every link but the newest is full only at the end). Links
-// are never tighter than 1e-12, which adds at most 1e-12 per such link to the bound; with the
-// defaults that takes more than 30 links, 2^30 times the initial capacity.
+// Each link is sized with a 3% margin (an expected rate of 0.97 of its share at capacity, as
+// BlockedSize does), so that measured rates, which scatter around their expectation, stay below
+// p too: the expected compound rate is at most 0.97·p, and lower while the newest link is not
+// full. Links are never tighter than 1e-12, which adds at most 1e-12 per such link to the bound;
+// with the defaults that takes more than 30 links, 2^30 times the initial capacity.
 //
 // A key is added to the newest link only when no link reports it present, so each key costs
 // bits in one link, and Count is the exact number of keys Add reported new. Memory grows with
@@ -146,9 +148,9 @@ func (s *Scalable) newLink(i int) (*scalableLink, error) {
 	var f linkFilter
 	var err error
 	if s.blocked {
-		f, err = NewBlocked(capacity, p)
+		f, err = NewBlocked(capacity, p) // BlockedSize keeps its own 3% margin
 	} else {
-		f, err = New(capacity, p)
+		f, err = New(capacity, p*blockedMargin)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("link %d (%d keys at p=%g): %w", i, capacity, p, err)
@@ -359,6 +361,22 @@ func cloneLink(f linkFilter) linkFilter {
 		return f.Clone()
 	}
 	panic("bloom: unknown link type")
+}
+
+// Reset empties s: it keeps only the first link, cleared. Keys added while Reset runs may or may
+// not remain.
+func (s *Scalable) Reset() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	first := (*s.links.Load())[0]
+	switch f := first.f.(type) {
+	case *Filter:
+		f.Reset()
+	case *Blocked:
+		f.Reset()
+	}
+	s.links.Store(&[]*scalableLink{{f: first.f, capacity: first.capacity}})
+	s.err.Store(nil)
 }
 
 // Clone returns an independent copy of s.

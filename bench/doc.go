@@ -1,0 +1,7 @@
+// Package bench compares this module's filters with other Go Bloom filter libraries, in the same
+// process and the same run, so that the ratios do not depend on the machine's mood. It is a
+// separate module so that its peers never enter the main go.mod.
+//
+// The benchmarks are in bench_test.go; BENCHMARKS.md at the repository root has the commands,
+// the machine and the results. go test without -bench runs only quick checks of the adapters.
+package bench

@@ -1,0 +1,6 @@
+//go:build !linux
+
+package bench
+
+// allocWords returns a zeroed array of n words; huge pages are only requested on Linux.
+func allocWords(n uint64, huge bool) []uint64 { return make([]uint64, n) }
