@@ -3,9 +3,11 @@ package redisfilter
 import (
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"strings"
 	"testing"
 
+	"github.com/bloomd/bloom"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -158,5 +160,54 @@ func TestCountingParams(t *testing.T) {
 	}
 	if err := f.Remove(ctx, []byte("x")); !errors.Is(err, ErrNotPresent) {
 		t.Fatalf("Remove from an empty filter: err = %v", err)
+	}
+}
+
+// TestCountingMatchesCore runs one sequence of adds (some repeated) and removes (some of keys
+// never added) on a Redis counting filter and on the core library's bloom.Counting with the same
+// sizing: every answer agrees.
+func TestCountingMatchesCore(t *testing.T) {
+	c := standalone(t)
+	ctx := ctxT(t)
+	f, err := NewCounting(ctx, c, uniqueName(t), 500, 0.05, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	core, err := bloom.NewCounting(500, 0.05)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if core.M() != f.M() || core.K() != f.K() {
+		t.Fatalf("sizes differ: Redis m=%d k=%d, core m=%d k=%d", f.M(), f.K(), core.M(), core.K())
+	}
+	rng := rand.New(rand.NewPCG(7, 7)) // fixed seed
+	for i := range 3000 {
+		key := []byte(fmt.Sprintf("key-%d", rng.IntN(800)))
+		switch rng.IntN(3) {
+		case 0, 1:
+			got, err := f.Add(ctx, key)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := core.Add(key); got != want {
+				t.Fatalf("op %d: Add(%q) = %v; core %v", i, key, got, want)
+			}
+		case 2:
+			err := f.Remove(ctx, key)
+			cerr := core.Remove(key)
+			if (err == nil) != (cerr == nil) || (err != nil && !errors.Is(err, ErrNotPresent)) {
+				t.Fatalf("op %d: Remove(%q) = %v; core %v", i, key, err, cerr)
+			}
+		}
+	}
+	probe := keys("key", 1000)
+	got, err := f.TestMany(ctx, probe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, key := range probe {
+		if got[i] != core.Test(key) {
+			t.Fatalf("Test(%q) = %v; core %v", key, got[i], !got[i])
+		}
 	}
 }

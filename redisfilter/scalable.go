@@ -13,18 +13,22 @@ import (
 )
 
 // Scalable filters mirror bloom.Scalable: link i holds n·2^i keys at false-positive rate
-// p·(1−r)·r^i with r = 0.5 (never below 1e-12), so the compound rate stays below p.
+// p·(1−r)·r^i with r = 0.5 (never below 1e-12), so the compound rate stays below p; like
+// bloom.Scalable's classic links, each link is sized for 0.97 times its rate, a 3% margin. The
+// margin is part of the stored parameters, so a change of this rule cannot pass unnoticed.
 const (
 	scalableGrowth     = 2
 	scalableTightening = 0.5
+	scalableMargin     = 0.97
 	minLinkRate        = 1e-12
 	maxChainLinks      = 64
 )
 
 // ScalableFilter is a scalable Bloom filter kept in Redis: a chain of bitmaps ("links") that
 // grows as keys arrive, like bloom.Scalable and RedisBloom's BF.* filters. Link i holds n·2^i
-// keys at rate p·0.5^(i+1), sized by opt.Scheme's rule, so the compound false-positive rate stays
-// below p however many keys arrive.
+// keys at rate p·0.5^(i+1), sized by opt.Scheme's rule with bloom.Scalable's 3% margin, so the
+// compound false-positive rate stays below p however many keys arrive. With the default scheme it
+// answers every Add and Test exactly as a bloom.Scalable given the same keys in the same order.
 //
 // Whether to grow is decided inside the add script, atomically with the add: a key that no link
 // reports present goes to the newest link, and when that link already holds its capacity the
@@ -139,7 +143,7 @@ func newScalable(c redis.UniversalClient, name string, o Options, n uint64, p fl
 	capacity := n
 	for i := range limit {
 		rate := max(p*(1-scalableTightening)*math.Pow(scalableTightening, float64(i)), minLinkRate)
-		m, k, err := size(s.scheme, capacity, rate)
+		m, k, err := size(s.scheme, capacity, rate*scalableMargin)
 		if err != nil || m > o.PartBits {
 			if i == 0 {
 				if err == nil {
@@ -159,7 +163,8 @@ func newScalable(c redis.UniversalClient, name string, o Options, n uint64, p fl
 	// stops growing would otherwise disagree on where keys go.
 	s.line = paramLine(field{"kind", "scalable"}, field{"scheme", s.scheme.String()}, field{"n", u64(n)},
 		field{"p", formatRate(p)}, field{"growth", strconv.Itoa(scalableGrowth)},
-		field{"tightening", formatRate(scalableTightening)}, field{"maxlinks", strconv.Itoa(len(s.links))})
+		field{"tightening", formatRate(scalableTightening)}, field{"margin", formatRate(scalableMargin)},
+		field{"maxlinks", strconv.Itoa(len(s.links))})
 	return s, nil
 }
 

@@ -49,7 +49,7 @@ func (c *localChain) test(key []byte) bool {
 
 // TestScalableMatchesModel grows a chain in Redis, through single adds and through batches that
 // cross several growths, and checks every answer, the chain's length and its count against the
-// in-process model; then the false-positive rate against p.
+// in-process model and the core library's bloom.Scalable; then the false-positive rate against p.
 func TestScalableMatchesModel(t *testing.T) {
 	topologies(t, func(t *testing.T, c redis.UniversalClient) {
 		ctx := ctxT(t)
@@ -58,6 +58,10 @@ func TestScalableMatchesModel(t *testing.T) {
 			t.Fatal(err)
 		}
 		model := &localChain{s: s}
+		core, err := bloom.NewScalable(100, 0.01, nil) // the core library's scalable filter
+		if err != nil {
+			t.Fatal(err)
+		}
 		in := keys("in", 2000)
 		var got []bool
 		for i := range 150 { // single adds: growth from the next link the handle sends
@@ -78,6 +82,9 @@ func TestScalableMatchesModel(t *testing.T) {
 			if got[i] != w {
 				t.Fatalf("Add(%q) = %v; model %v", key, got[i], w)
 			}
+			if cw := core.Add(key); got[i] != cw {
+				t.Fatalf("Add(%q) = %v; bloom.Scalable %v", key, got[i], cw)
+			}
 			if w {
 				want++
 			}
@@ -85,8 +92,8 @@ func TestScalableMatchesModel(t *testing.T) {
 		if links, err := s.Links(ctx); err != nil || links != len(model.links) || links != 5 {
 			t.Fatalf("chain has %d links (%v); model %d, want 5 (100+200+400+800 < 2000)", links, err, len(model.links))
 		}
-		if n, err := s.Count(ctx); err != nil || n != uint64(want) {
-			t.Fatalf("Count = %d, %v; want %d", n, err, want)
+		if n, err := s.Count(ctx); err != nil || n != uint64(want) || n != core.Count() {
+			t.Fatalf("Count = %d, %v; want %d (bloom.Scalable: %d)", n, err, want, core.Count())
 		}
 		present, err := s.TestMany(ctx, in)
 		if err != nil {
@@ -102,8 +109,8 @@ func TestScalableMatchesModel(t *testing.T) {
 		}
 		fp := 0
 		for i, key := range out {
-			if res[i] != model.test(key) {
-				t.Fatalf("Test(%q) = %v; model %v", key, res[i], !res[i])
+			if res[i] != model.test(key) || res[i] != core.Test(key) {
+				t.Fatalf("Test(%q) = %v; model %v, bloom.Scalable %v", key, res[i], model.test(key), core.Test(key))
 			}
 			if res[i] {
 				fp++
