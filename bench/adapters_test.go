@@ -6,7 +6,7 @@ import "testing"
 // false-positive rate, batch answers equal to single ones, and Reset empties. Quick: n = 20000.
 func TestAdapters(t *testing.T) {
 	const n = 20_000
-	for _, im := range impls {
+	for _, im := range allImpls() {
 		s, err := im.make(n)
 		if err != nil {
 			t.Fatalf("%s: %v", im.name, err)
