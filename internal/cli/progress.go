@@ -59,6 +59,7 @@ func startProgress(w io.Writer, verb string, total int64, bytes func() int64, it
 		progressbar.OptionSetElapsedTime(true),
 		progressbar.OptionSpinnerType(14),
 		progressbar.OptionClearOnFinish(),
+		progressbar.OptionSetRenderBlankState(true),
 	)
 	p := &progress{bar: bar, stop: make(chan struct{}), done: make(chan struct{}), start: time.Now()}
 	go func() {

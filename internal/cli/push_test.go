@@ -91,6 +91,16 @@ func TestPushPullRoundTrip(t *testing.T) {
 		t.Error("pushed and pulled dump differs from the original")
 	}
 
+	// --progress draws on stderr, never on stdout.
+	r := run(t, "", "push", "--progress", "--force", dump, url)
+	if r.ok(t); !strings.Contains(r.stderr, "pushing") || strings.Contains(r.stdout, "pushing") {
+		t.Errorf("push --progress: stdout %q, stderr %q", r.stdout, r.stderr)
+	}
+	r = run(t, "", "pull", "--progress", url, back)
+	if r.ok(t); !strings.Contains(r.stderr, "pulling") {
+		t.Errorf("pull --progress: stderr %q", r.stderr)
+	}
+
 	// The server's own additions come back too.
 	exec(s, "BF.ADD", "crawler:seen", "added on the server")
 	run(t, "", "pull", url, back).ok(t)
