@@ -34,7 +34,8 @@ func TestBlockedConformance(t *testing.T) { conformance.Run(t, blockedImpl) }
 
 // Every sector count must satisfy the same laws; NewBlocked only ever picks some of them.
 func TestBlockedConformanceSectors(t *testing.T) {
-	for _, c := range []struct{ k, sectors int }{{4, 1}, {6, 2}, {8, 4}, {8, 8}, {16, 8}} {
+	// Two sectors are what TestBlockedConformance runs.
+	for _, c := range []struct{ k, sectors int }{{4, 1}, {8, 4}, {16, 8}} {
 		t.Run(strings.Repeat("s", c.sectors), func(t *testing.T) {
 			impl := blockedImpl
 			impl.New = func(n uint64, p float64) (conformance.Filter, error) {

@@ -48,7 +48,7 @@ func TestScalableCompoundFPP(t *testing.T) {
 		{"classic", nil, 1000, 100},
 		{"blocked", &bloom.ScalableOptions{Blocked: true}, 1000, 100},
 		{"growth 4 r 0.8", &bloom.ScalableOptions{Growth: 4, Tightening: 0.8}, 1000, 100},
-		{"growth 1", &bloom.ScalableOptions{Growth: 1}, 5000, 20},
+		{"growth 1", &bloom.ScalableOptions{Growth: 1}, 2000, 20},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			const p = 0.01
