@@ -75,6 +75,13 @@ func TestOneRoundTrip(t *testing.T) {
 		}
 	}
 	check("Add", 1, 0, 0, 1, 0, func() error { _, err := f.Add(ctx, []byte("a")); return err })
+	check("AddMany(nil)", 0, 0, 0, 0, 0, func() error {
+		r, err := f.AddMany(ctx, nil)
+		if len(r) != 0 {
+			t.Errorf("AddMany(nil) = %v", r)
+		}
+		return err
+	})
 	check("Test", 1, 0, 0, 1, 0, func() error { _, err := f.Test(ctx, []byte("a")); return err })
 	// 1000 keys at 256 keys per script call: 4 calls in one pipeline.
 	check("AddMany", 0, 1, 4, 4, 0, func() error { _, err := f.AddMany(ctx, batch); return err })
