@@ -2,7 +2,6 @@ package redisfilter
 
 import (
 	"fmt"
-	"math"
 	"strconv"
 	"strings"
 )
@@ -94,39 +93,3 @@ func u64(v uint64) string { return strconv.FormatUint(v, 10) }
 
 // formatRate writes a false-positive rate so that parsing it gives back the same float64.
 func formatRate(p float64) string { return strconv.FormatFloat(p, 'g', -1, 64) }
-
-// javaDouble formats f as Java's Double.toString does, which is how Redisson's StringCodec stores
-// falseProbability: the shortest digits that identify the double, in plain notation with at
-// least one fractional digit for 1e-3 <= |f| < 1e7 ("0.03", "100.0"), and otherwise in
-// scientific notation with a mantissa in [1, 10), at least one fractional digit and an unsigned
-// or negative exponent without padding ("1.0E-4", "1.2345E10").
-func javaDouble(f float64) string {
-	switch {
-	case math.IsNaN(f):
-		return "NaN"
-	case math.IsInf(f, 1):
-		return "Infinity"
-	case math.IsInf(f, -1):
-		return "-Infinity"
-	case f == 0:
-		if math.Signbit(f) {
-			return "-0.0"
-		}
-		return "0.0"
-	}
-	a := math.Abs(f)
-	if a >= 1e-3 && a < 1e7 {
-		s := strconv.FormatFloat(f, 'f', -1, 64)
-		if !strings.Contains(s, ".") {
-			s += ".0"
-		}
-		return s
-	}
-	s := strconv.FormatFloat(f, 'e', -1, 64) // "1e-04", "1.2345e+10"
-	mant, exp, _ := strings.Cut(s, "e")
-	if !strings.Contains(mant, ".") {
-		mant += ".0"
-	}
-	e, _ := strconv.Atoi(exp)
-	return mant + "E" + strconv.Itoa(e)
-}
