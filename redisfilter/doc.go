@@ -25,6 +25,8 @@
 //   - ModuleFilter (NewModule): the server's own BF.* commands, where the server runs RedisBloom
 //     or is bloomd (HasModule tells).
 //
+// All four implement Interface (Add, Test, AddMany, TestMany).
+//
 // # One round trip per call
 //
 // Add and Test are one EVALSHA of a Lua script that checks the stored parameters and sets or
@@ -56,7 +58,9 @@
 // returns ErrConfigMismatch, ErrWrongType or ErrNotPresent has changed nothing. A call that fails
 // in transit (timeout, lost connection, canceled context) may or may not have run, but each script
 // runs entirely or not at all, and adding is idempotent: calling Add again is always safe, and a
-// key whose Add returned without error tests present from then on, on that server. (Redis
+// key whose Add returned without error tests present from then on, on that server. (Only Add's
+// "new" answer can suffer: if the client retries a call that had run, the retry reports the key
+// as not new.) (Redis
 // replicates asynchronously: a failover can lose recent writes, and with them recent adds, unless
 // the application uses WAIT.)
 //

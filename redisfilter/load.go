@@ -7,12 +7,6 @@ import (
 	"time"
 )
 
-// A Batcher adds keys in batches. *Filter, *CountingFilter, *ScalableFilter and *ModuleFilter
-// are Batchers.
-type Batcher interface {
-	AddMany(ctx context.Context, keys [][]byte) ([]bool, error)
-}
-
 // LoadOptions configure Load. A nil *LoadOptions means the defaults.
 type LoadOptions struct {
 	// BatchSize is the number of keys per AddMany call (one round trip each); zero means 1000.

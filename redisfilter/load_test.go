@@ -8,13 +8,6 @@ import (
 	"time"
 )
 
-var (
-	_ Batcher = (*Filter)(nil)
-	_ Batcher = (*CountingFilter)(nil)
-	_ Batcher = (*ScalableFilter)(nil)
-	_ Batcher = (*ModuleFilter)(nil)
-)
-
 // TestLoad preloads from an iterator that reuses its buffer, in batches, reporting progress.
 func TestLoad(t *testing.T) {
 	c := standalone(t)
