@@ -29,6 +29,9 @@ type CountingFilter struct {
 // if it does not exist; if it exists with other parameters, NewCounting fails with
 // ErrConfigMismatch. opt.PartBits is ignored.
 func NewCounting(ctx context.Context, c redis.UniversalClient, name string, n uint64, p float64, opt *Options) (*CountingFilter, error) {
+	if err := checkClient(c); err != nil {
+		return nil, err
+	}
 	o, err := opt.resolve()
 	if err != nil {
 		return nil, err

@@ -106,6 +106,9 @@ type part struct {
 // split filter has "{name:i}:meta" and "{name:i}:bits" for each part i. The name must not contain
 // '{' or '}', so that each part's two keys share one hash slot.
 func New(ctx context.Context, c redis.UniversalClient, name string, n uint64, p float64, opt *Options) (*Filter, error) {
+	if err := checkClient(c); err != nil {
+		return nil, err
+	}
 	o, err := opt.resolve()
 	if err != nil {
 		return nil, err
@@ -135,6 +138,9 @@ func Open(ctx context.Context, c redis.UniversalClient, name string, opt *Option
 }
 
 func openNative(ctx context.Context, c redis.UniversalClient, name string, opt *Options, kind string) (*Filter, error) {
+	if err := checkClient(c); err != nil {
+		return nil, err
+	}
 	o, err := opt.resolve()
 	if err != nil {
 		return nil, err
@@ -245,6 +251,14 @@ func newNative(c redis.UniversalClient, name string, o Options, kind string, m u
 		f.parts = append(f.parts, part{meta: "{" + tag + "}:meta", data: "{" + tag + data, check: []any{line}, want: line})
 	}
 	return f
+}
+
+// checkClient refuses a nil client, which would otherwise panic inside the first call.
+func checkClient(c redis.UniversalClient) error {
+	if c == nil {
+		return fmt.Errorf("%w: nil Redis client", ErrInvalid)
+	}
+	return nil
 }
 
 // checkName refuses names that would break the hash tags of a native filter's keys.

@@ -158,6 +158,22 @@ func TestNewValidates(t *testing.T) {
 			t.Errorf("New(%q, %d, %g, %+v) err = %v; want ErrInvalid", tc.name, tc.n, tc.p, tc.opt, err)
 		}
 	}
+	for what, op := range map[string]func() error{
+		"New":          func() error { _, err := New(ctx, nil, "x", 100, 0.01, nil); return err },
+		"Open":         func() error { _, err := Open(ctx, nil, "x", nil); return err },
+		"NewRedisson":  func() error { _, err := NewRedisson(ctx, nil, "x", 100, 0.01, nil); return err },
+		"OpenRedisson": func() error { _, err := OpenRedisson(ctx, nil, "x", nil); return err },
+		"NewCounting":  func() error { _, err := NewCounting(ctx, nil, "x", 100, 0.01, nil); return err },
+		"OpenCounting": func() error { _, err := OpenCounting(ctx, nil, "x", nil); return err },
+		"NewScalable":  func() error { _, err := NewScalable(ctx, nil, "x", 100, 0.01, nil); return err },
+		"OpenScalable": func() error { _, err := OpenScalable(ctx, nil, "x", nil); return err },
+		"NewModule":    func() error { _, err := NewModule(ctx, nil, "x", 100, 0.01, nil); return err },
+		"HasModule":    func() error { _, err := HasModule(ctx, nil); return err },
+	} {
+		if err := op(); !errors.Is(err, ErrInvalid) {
+			t.Errorf("%s with a nil client: err = %v; want ErrInvalid", what, err)
+		}
+	}
 	if _, err := NewRedisson(ctx, c, "x", 0, 0.01, nil); !errors.Is(err, ErrInvalid) {
 		t.Errorf("NewRedisson with n=0: err = %v; want ErrInvalid", err)
 	}

@@ -52,6 +52,9 @@ type ModuleFilter struct {
 // HasModule reports whether the server answers the BF.* commands (RedisBloom is loaded, or the
 // server is bloomd). It probes with one BF.EXISTS of a key that need not exist.
 func HasModule(ctx context.Context, c redis.UniversalClient) (bool, error) {
+	if err := checkClient(c); err != nil {
+		return false, err
+	}
 	err := c.Do(ctx, "BF.EXISTS", "redisfilter:probe", "x").Err()
 	switch {
 	case err == nil:
@@ -73,6 +76,9 @@ func isUnknownCommand(err error) bool {
 // capacity or expansion (as BF.INFO reports them), NewModule fails with ErrConfigMismatch. On a
 // server without the BF.* commands it fails with ErrNoModule.
 func NewModule(ctx context.Context, c redis.UniversalClient, name string, capacity uint64, p float64, opt *ModuleOptions) (*ModuleFilter, error) {
+	if err := checkClient(c); err != nil {
+		return nil, err
+	}
 	var o ModuleOptions
 	if opt != nil {
 		o = *opt

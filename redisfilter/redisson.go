@@ -30,6 +30,9 @@ const redissonMaxSize = 4294967294
 // differ only in spelling (a falseProbability written by an older JDK) are accepted and kept.
 // Redisson filters are never split: their size is at most 4294967294 bits.
 func NewRedisson(ctx context.Context, c redis.UniversalClient, name string, n uint64, p float64, opt *Options) (*Filter, error) {
+	if err := checkClient(c); err != nil {
+		return nil, err
+	}
 	o, err := opt.resolve()
 	if err != nil {
 		return nil, err
@@ -60,6 +63,9 @@ func NewRedisson(ctx context.Context, c redis.UniversalClient, name string, n ui
 // and number of hash functions in its config hash. It fails with ErrNotFound if there is no
 // config hash.
 func OpenRedisson(ctx context.Context, c redis.UniversalClient, name string, opt *Options) (*Filter, error) {
+	if err := checkClient(c); err != nil {
+		return nil, err
+	}
 	o, err := opt.resolve()
 	if err != nil {
 		return nil, err

@@ -67,6 +67,9 @@ type chainLink struct {
 // at rate p/2, creating it if it does not exist; if it exists with other parameters, NewScalable
 // fails with ErrConfigMismatch. opt.PartBits bounds the size of one link.
 func NewScalable(ctx context.Context, c redis.UniversalClient, name string, n uint64, p float64, opt *Options) (*ScalableFilter, error) {
+	if err := checkClient(c); err != nil {
+		return nil, err
+	}
 	o, err := opt.resolve()
 	if err != nil {
 		return nil, err
@@ -87,6 +90,9 @@ func NewScalable(ctx context.Context, c redis.UniversalClient, name string, n ui
 // OpenScalable returns a handle to the existing scalable filter called name, with its stored
 // parameters. It fails with ErrNotFound if there is none.
 func OpenScalable(ctx context.Context, c redis.UniversalClient, name string, opt *Options) (*ScalableFilter, error) {
+	if err := checkClient(c); err != nil {
+		return nil, err
+	}
 	o, err := opt.resolve()
 	if err != nil {
 		return nil, err
