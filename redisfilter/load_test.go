@@ -60,7 +60,7 @@ func TestLoadRate(t *testing.T) {
 		t.Fatalf("400 keys at 1000 keys/s took %v (stats %v); want at least 300ms", el, st.Elapsed)
 	}
 	// A context that ends while Load waits for its rate stops it.
-	dctx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+	dctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond) // batches due at 0, 0.2 s, 0.4 s, ...
 	defer cancel()
 	st, err = Load(dctx, f, seqOf(keys("slow", 100)), &LoadOptions{BatchSize: 10, Rate: 50})
 	if !errors.Is(err, context.DeadlineExceeded) || st.Keys == 0 || st.Keys >= 100 {
