@@ -147,10 +147,9 @@ var defaultInsert = insertOpts{capacity: redisbloom.DefaultCapacity, errorRate: 
 // multi selects an array reply.
 func (c *Conn) bfAdd(args [][]byte, key []byte, items [][]byte, opts *insertOpts, multi bool) {
 	for {
-		if e := c.srv.ks.rlock(key); e != nil {
+		if e := c.srv.ks.get(key); e != nil {
 			bv, ok := e.val.(*bloomValue)
 			if !ok {
-				e.mu.RUnlock()
 				c.w.Error(errWrongType)
 				return
 			}
@@ -158,7 +157,6 @@ func (c *Conn) bfAdd(args [][]byte, key []byte, items [][]byte, opts *insertOpts
 			if changed {
 				c.propagate(args)
 			}
-			e.mu.RUnlock()
 			c.writeResults(res, multi)
 			return
 		}
@@ -188,7 +186,7 @@ func (c *Conn) writeResults(res []int8, multi bool) {
 // journals, and only then publishes it, so no other command sees it before its record.
 func (c *Conn) bfCreate(args [][]byte, key []byte, items [][]byte, opts *insertOpts, multi bool) bool {
 	s := c.srv
-	sh, e := c.lockKey(key)
+	sh, e := c.lockForCreate(key)
 	defer sh.mu.Unlock()
 	if e != nil {
 		return false
@@ -330,7 +328,7 @@ func bfReserveCmd(c *Conn, args [][]byte) {
 	}
 	key := args[1]
 	s := c.srv
-	sh, e := c.lockKey(key)
+	sh, e := c.lockForCreate(key)
 	defer sh.mu.Unlock()
 	if e != nil {
 		if _, ok := e.val.(*bloomValue); ok {
@@ -552,51 +550,48 @@ func bfScanDumpCmd(c *Conn, args [][]byte) {
 
 // bfLoadChunkCmd implements BF.LOADCHUNK key iterator data: on a missing key with iterator 1 the
 // data is a header and makes a filter with zeroed bits (charged to the memory limit before
-// anything is allocated); on an existing filter it is a chunk of bits, written while adds wait
-// (the entry's write lock), so that the journal orders it against them.
+// anything is allocated); on an existing filter it is a chunk of bits, which overwrites what adds
+// set and so is written while no other command runs.
 func bfLoadChunkCmd(c *Conn, args [][]byte) {
 	iter, ok := resp.ParseInt(args[2])
 	if !ok {
 		c.w.Error("ERR Second argument must be numeric")
 		return
 	}
-	key, data := args[1], args[3]
-	if e := c.srv.ks.get(key); e != nil {
-		bv, ok := e.val.(*bloomValue)
-		if !ok {
-			c.w.Error(errWrongType)
-			return
-		}
-		e.mu.Lock()
-		if e.dead {
-			e.mu.Unlock()
-			bfLoadChunkCmd(c, args) // deleted meanwhile: start again
-			return
-		}
-		err := bv.ch.LoadChunk(iter, data)
-		if err == nil {
-			c.propagate(args)
-		}
-		e.mu.Unlock()
-		if err != nil {
-			c.w.Error(chunkErr(err))
-			return
-		}
-		c.w.OK()
+	if c.srv.ks.get(args[1]) != nil {
+		c.runExclusive(func() { c.loadChunk(args, iter) })
 		return
 	}
+	c.loadChunk(args, iter)
+}
+
+func (c *Conn) loadChunk(args [][]byte, iter int64) {
+	key, data := args[1], args[3]
+	s := c.srv
+	sh, e := c.lockForCreate(key)
+	if e != nil {
+		sh.mu.Unlock()
+		bv, ok := e.val.(*bloomValue)
+		switch {
+		case !ok:
+			c.w.Error(errWrongType)
+		case !c.inExclusive:
+			c.runExclusive(func() { c.loadChunk(args, iter) }) // created meanwhile
+		default:
+			if err := bv.ch.LoadChunk(iter, data); err != nil {
+				c.w.Error(chunkErr(err))
+				return
+			}
+			c.propagate(args)
+			c.w.OK()
+		}
+		return
+	}
+	defer sh.mu.Unlock()
 	if iter != 1 {
 		c.w.Error(errNotFound)
 		return
 	}
-	s := c.srv
-	sh, e := c.lockKey(key)
-	if e != nil {
-		sh.mu.Unlock()
-		bfLoadChunkCmd(c, args) // created meanwhile: load into it
-		return
-	}
-	defer sh.mu.Unlock()
 	e, errMsg := s.newBloomEntry(key, func(o *redisbloom.Options) (*redisbloom.Chain, error) {
 		return redisbloom.LoadHeader(data, o)
 	})

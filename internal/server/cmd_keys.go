@@ -18,23 +18,29 @@ func typeName(v any) string {
 	}
 }
 
-// removeExpired removes an entry found expired while c (nil for the expiry cycle) works on its
-// key, journaling a DEL as Redis propagates one.
-func (s *Server) removeExpired(c *Conn, sh *shard, e *entry) {
-	if c == nil {
-		s.expireLocked(sh, e)
-		return
+// lockForCreate locks key's shard for writing and returns it with the live entry for key, or nil
+// if there is none. An expired entry is removed first (journaling a DEL), which needs the server
+// to itself: outside an exclusive section it gets one, then locks again.
+func (c *Conn) lockForCreate(key []byte) (*shard, *entry) {
+	ks := c.srv.ks
+	for {
+		sh, e := ks.lockShard(key)
+		if e == nil || !e.expired(-1) {
+			return sh, e
+		}
+		if c.inExclusive {
+			c.srv.removeExpired(c, sh, e)
+			return sh, nil
+		}
+		sh.mu.Unlock()
+		c.runExclusive(func() {
+			sh, cur := ks.lockShard(key)
+			if cur == e && e.expired(-1) {
+				c.srv.removeExpired(c, sh, e)
+			}
+			sh.mu.Unlock()
+		})
 	}
-	s.ks.removeLocked(sh, e, func() {
-		s.stats.expired.Add(1)
-		c.propagateCmd([]byte("DEL"), []byte(e.key))
-	})
-}
-
-// lockKey locks key's shard for a structure change by c, removing the key first if it has
-// expired, and returns the shard and the live entry (or nil).
-func (c *Conn) lockKey(key []byte) (*shard, *entry) {
-	return c.srv.ks.lockShard(key, func(sh *shard, e *entry) { c.srv.removeExpired(c, sh, e) })
 }
 
 func dbsizeCmd(c *Conn, args [][]byte) {
@@ -52,14 +58,20 @@ func existsCmd(c *Conn, args [][]byte) {
 	c.w.Int(int64(n))
 }
 
-// delCmd serves DEL and UNLINK. Each key is deleted and journaled on its own.
+// delCmd serves DEL and UNLINK (exclusive in the table). Each key is journaled on its own.
 func delCmd(c *Conn, args [][]byte) {
 	n := 0
+	now := nowMs()
 	for _, k := range args[1:] {
-		sh, e := c.lockKey(k)
+		sh, e := c.srv.ks.lockShard(k)
 		if e != nil {
-			c.srv.ks.removeLocked(sh, e, func() { c.propagateCmd([]byte("DEL"), k) })
-			n++
+			c.srv.ks.removeLocked(sh, e)
+			c.propagateCmd([]byte("DEL"), k)
+			if !e.expired(now) {
+				n++
+			} else {
+				c.srv.stats.expired.Add(1)
+			}
 		}
 		sh.mu.Unlock()
 	}
@@ -155,19 +167,18 @@ func scanCmd(c *Conn, args [][]byte) {
 }
 
 // renameCmd moves a key, with its value and expiry, replacing any value at the new name. The
-// table runs it alone (exclusive), so it needs no lock order between two shards.
+// table runs it alone (exclusive).
 func renameCmd(c *Conn, args [][]byte) {
 	src, dst := args[1], args[2]
 	nx := equalFold(args[0], "renamenx")
 	ks := c.srv.ks
-	ssh, e := c.lockKey(src)
+	ssh, e := c.lockForCreate(src)
+	ssh.mu.Unlock()
 	if e == nil {
-		ssh.mu.Unlock()
 		c.w.Error("ERR no such key")
 		return
 	}
 	if string(src) == string(dst) {
-		ssh.mu.Unlock()
 		if nx {
 			c.w.Int(0)
 		} else {
@@ -175,34 +186,26 @@ func renameCmd(c *Conn, args [][]byte) {
 		}
 		return
 	}
-	ssh.mu.Unlock()
-	dsh, old := c.lockKey(dst)
+	dsh, old := c.lockForCreate(dst)
+	defer dsh.mu.Unlock()
 	if old != nil && nx {
-		dsh.mu.Unlock()
 		c.w.Int(0)
 		return
 	}
 	if old != nil {
-		ks.removeLocked(dsh, old, nil)
+		ks.removeLocked(dsh, old)
 	}
 	if ssh != dsh {
 		ssh.mu.Lock()
+		defer ssh.mu.Unlock()
 	}
 	moved := &entry{key: string(dst), val: e.val}
 	moved.expire.Store(e.expire.Load())
 	moved.mem.Store(e.mem.Load() - int64(len(e.key)) + int64(len(dst)))
-	e.mu.Lock()
-	e.dead = true
-	delete(ssh.m, e.key)
-	delete(ssh.vol, e)
-	e.mu.Unlock()
-	ks.used.Add(moved.mem.Load() - e.mem.Load())
+	ks.removeLocked(ssh, e)
+	ks.used.Add(moved.mem.Load() + valueMem(moved.val))
 	ks.insertLocked(dsh, moved)
 	c.propagate(args)
-	if ssh != dsh {
-		ssh.mu.Unlock()
-	}
-	dsh.mu.Unlock()
 	if nx {
 		c.w.Int(1)
 	} else {
@@ -210,8 +213,9 @@ func renameCmd(c *Conn, args [][]byte) {
 	}
 }
 
-// expireCmd serves EXPIRE, PEXPIRE, EXPIREAT and PEXPIREAT with NX, XX, GT and LT. The journal
-// records PEXPIREAT with the absolute time, or DEL when the time has already passed.
+// expireCmd serves EXPIRE, PEXPIRE, EXPIREAT and PEXPIREAT with NX, XX, GT and LT (exclusive in
+// the table, as a time in the past deletes the key). The journal records PEXPIREAT with the
+// absolute time, or DEL when the time has already passed.
 func expireCmd(c *Conn, args [][]byte) {
 	name := strings.ToLower(string(args[0]))
 	unit := int64(1000)
@@ -264,7 +268,7 @@ func expireCmd(c *Conn, args [][]byte) {
 		}
 		when += now
 	}
-	sh, e := c.lockKey(args[1])
+	sh, e := c.lockForCreate(args[1])
 	defer sh.mu.Unlock()
 	if e == nil {
 		c.w.Int(0)
@@ -276,14 +280,13 @@ func expireCmd(c *Conn, args [][]byte) {
 		return
 	}
 	if when <= now {
-		c.srv.ks.removeLocked(sh, e, func() { c.propagateCmd([]byte("DEL"), args[1]) })
+		c.srv.ks.removeLocked(sh, e)
+		c.propagateCmd([]byte("DEL"), args[1])
 		c.w.Int(1)
 		return
 	}
-	e.mu.Lock()
 	sh.setExpireLocked(e, when)
 	c.propagateCmd([]byte("PEXPIREAT"), args[1], strconv.AppendInt(nil, when, 10))
-	e.mu.Unlock()
 	c.w.Int(1)
 }
 
@@ -312,17 +315,17 @@ func ttlCmd(c *Conn, args [][]byte) {
 	}
 }
 
+// persistCmd removes a key's expiry. The shard lock orders it, and its journal record, against
+// other expiry changes of the key; it commutes with adds.
 func persistCmd(c *Conn, args [][]byte) {
-	sh, e := c.lockKey(args[1])
+	sh, e := c.srv.ks.lockShard(args[1])
 	defer sh.mu.Unlock()
-	if e == nil || e.expire.Load() == 0 {
+	if e == nil || e.expire.Load() == 0 || e.expired(-1) {
 		c.w.Int(0)
 		return
 	}
-	e.mu.Lock()
 	sh.setExpireLocked(e, 0)
 	c.propagate(args)
-	e.mu.Unlock()
 	c.w.Int(1)
 }
 
@@ -337,7 +340,7 @@ func flushCmd(c *Conn, args [][]byte) {
 		sh := &ks.shards[i]
 		sh.mu.Lock()
 		for _, e := range sh.m {
-			ks.removeLocked(sh, e, nil)
+			ks.removeLocked(sh, e)
 		}
 		sh.mu.Unlock()
 	}

@@ -24,8 +24,9 @@ func getCmd(c *Conn, args [][]byte) {
 	c.w.Bulk(sv.b)
 }
 
-// setCmd implements SET key value [NX|XX] [GET] [EX s|PX ms|EXAT s|PXAT ms|KEEPTTL]. The journal
-// records SET key value with an absolute PXAT (or KEEPTTL), so replay sets the same expiry.
+// setCmd implements SET key value [NX|XX] [GET] [EX s|PX ms|EXAT s|PXAT ms|KEEPTTL] (exclusive
+// in the table: it may replace a key). The journal records SET key value with an absolute PXAT,
+// so replay sets the same expiry.
 func setCmd(c *Conn, args [][]byte) {
 	var nx, xx, get, keepTTL bool
 	expire := int64(0) // absolute unix ms
@@ -68,7 +69,7 @@ func setCmd(c *Conn, args [][]byte) {
 		}
 	}
 	key := args[1]
-	sh, old := c.lockKey(key)
+	sh, old := c.lockForCreate(key)
 	defer sh.mu.Unlock()
 	if get && old != nil {
 		if _, ok := old.val.(*stringValue); !ok {
@@ -111,7 +112,7 @@ func setCmd(c *Conn, args [][]byte) {
 	}
 	if old != nil {
 		c.srv.ks.used.Add(oldMem) // removeLocked gives it back
-		c.srv.ks.removeLocked(sh, old, nil)
+		c.srv.ks.removeLocked(sh, old)
 	}
 	c.srv.ks.insertLocked(sh, e)
 	if t := e.expire.Load(); t != 0 {

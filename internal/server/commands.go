@@ -41,8 +41,8 @@ func registerCommands(mx *Mux) {
 	// Keys and strings.
 	cmd("dbsize", 1, r|f, 0, 0, 0, "1.0.0", "server", "Returns the number of keys in the database.", dbsizeCmd)
 	cmd("exists", -2, r|f, 1, -1, 1, "1.0.0", "generic", "Determines whether one or more keys exist.", existsCmd)
-	cmd("del", -2, w, 1, -1, 1, "1.0.0", "generic", "Deletes one or more keys.", delCmd)
-	cmd("unlink", -2, w|f, 1, -1, 1, "4.0.0", "generic", "Asynchronously deletes one or more keys.", delCmd)
+	cmd("del", -2, w|ex, 1, -1, 1, "1.0.0", "generic", "Deletes one or more keys.", delCmd)
+	cmd("unlink", -2, w|ex|f, 1, -1, 1, "4.0.0", "generic", "Asynchronously deletes one or more keys.", delCmd)
 	cmd("type", 2, r|f, 1, 1, 1, "1.0.0", "generic", "Determines the type of value stored at a key.", typeCmd)
 	cmd("keys", 2, r, 0, 0, 0, "1.0.0", "generic", "Returns all key names that match a pattern.", keysCmd)
 	cmd("scan", -2, r, 0, 0, 0, "2.8.0", "generic", "Iterates over the key names in the database.", scanCmd)
@@ -54,7 +54,7 @@ func registerCommands(mx *Mux) {
 		{"expireat", "Sets the expiration time of a key to a Unix timestamp."},
 		{"pexpireat", "Sets the expiration time of a key to a Unix milliseconds timestamp."},
 	} {
-		cmd(e.name, -3, w|f, 1, 1, 1, "1.0.0", "generic", e.summary, expireCmd)
+		cmd(e.name, -3, w|ex|f, 1, 1, 1, "1.0.0", "generic", e.summary, expireCmd)
 	}
 	for _, e := range []struct{ name, since, summary string }{
 		{"ttl", "1.0.0", "Returns the expiration time in seconds of a key."},
@@ -68,7 +68,7 @@ func registerCommands(mx *Mux) {
 	cmd("flushdb", -1, w|ex, 0, 0, 0, "1.0.0", "server", "Removes all keys from the current database.", flushCmd).MaxArgs = 2
 	cmd("flushall", -1, w|ex, 0, 0, 0, "1.0.0", "server", "Removes all keys from all databases.", flushCmd).MaxArgs = 2
 	cmd("get", 2, r|f, 1, 1, 1, "1.0.0", "string", "Returns the string value of a key.", getCmd)
-	cmd("set", -3, w|oom, 1, 1, 1, "1.0.0", "string", "Sets the string value of a key, ignoring its type. The key is created if it doesn't exist.", setCmd)
+	cmd("set", -3, w|oom|ex, 1, 1, 1, "1.0.0", "string", "Sets the string value of a key, ignoring its type. The key is created if it doesn't exist.", setCmd)
 
 	// Connections.
 	noauth := FlagNoAuth | FlagLoading | FlagStale | f

@@ -45,7 +45,8 @@ type Conn struct {
 	authed      bool
 	multi       *multiState // non-nil between MULTI and EXEC/DISCARD
 	multiWrites int         // inside EXEC: 1 before the first journaled write, 2 after
-	inExclusive bool
+	inExclusive bool         // running alone: inside an exclusive command or runExclusive
+	entered     bool         // inside the gate: from the batch's first command to its flush
 	wait        func() error // the journal's wait for this batch's latest write
 	quit        bool         // close once the replies are flushed
 
@@ -145,6 +146,7 @@ func (c *Conn) readFailed(err error) {
 // If the journal fails, the replies are dropped and the connection closed: a write is never
 // acknowledged unless it is durable.
 func (c *Conn) flush() error {
+	c.leaveGate()
 	if c.wait != nil {
 		w := c.wait
 		c.wait = nil
@@ -164,6 +166,7 @@ func (c *Conn) flush() error {
 }
 
 func (c *Conn) close() {
+	c.leaveGate()
 	if c.nc != nil {
 		c.nc.Close()
 		c.srv.removeConn(c)
@@ -262,15 +265,46 @@ func (c *Conn) call(cmd *Command, args [][]byte) {
 	case c.inExclusive:
 		cmd.Handler(c, args)
 	case cmd.Flags&FlagExclusive != 0:
-		c.srv.gate.exclusive(func() {
-			c.inExclusive = true
-			defer func() { c.inExclusive = false }()
-			cmd.Handler(c, args)
-		})
+		c.runExclusive(func() { cmd.Handler(c, args) })
 	default:
-		c.srv.gate.enter(c.slot)
-		defer c.srv.gate.exit(c.slot)
+		c.enterGate()
 		cmd.Handler(c, args)
+	}
+}
+
+// enterGate marks the connection as running commands, so that removals of keys wait for it. A
+// connection enters once per pipelined batch and leaves before it flushes or reads.
+func (c *Conn) enterGate() {
+	if !c.entered {
+		c.srv.gate.enter(c.slot)
+		c.entered = true
+	}
+}
+
+func (c *Conn) leaveGate() {
+	if c.entered {
+		c.srv.gate.exit(c.slot)
+		c.entered = false
+	}
+}
+
+// runExclusive runs fn while no other command runs: for removing keys and for writes that do not
+// commute with adds (see keyspace). Called inside a command, it leaves the gate while it waits
+// for the others and enters it again afterwards.
+func (c *Conn) runExclusive(fn func()) {
+	if c.inExclusive {
+		fn()
+		return
+	}
+	was := c.entered
+	c.leaveGate()
+	c.srv.gate.exclusive(func() {
+		c.inExclusive = true
+		defer func() { c.inExclusive = false }()
+		fn()
+	})
+	if was {
+		c.enterGate()
 	}
 }
 

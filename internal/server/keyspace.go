@@ -16,16 +16,18 @@ const numShards = 256
 // slot, the entry and its locks.
 const keyOverhead = 96
 
-// A keyspace maps keys to entries. Lookups take a shard's read lock for the map access only;
-// structure changes (create, delete, expire, rename) take the shard's write lock and, for an
-// existing key, the entry's write lock. Adds to a filter hold the entry's read lock while they
-// apply and journal, so a DEL (which takes the write lock) is journaled after every add that
-// went before it and before every add that comes after. Lock order: shard, then entry; a
-// goroutine never takes a shard lock while it holds an entry lock.
+// A keyspace maps keys to entries. Lookups take a shard's read lock for the map access only,
+// and creating a key its write lock. Removing a key (DEL, expiry, RENAME, FLUSHALL, SET over an
+// existing key) is done only while no command is in flight (the server's gate), so a command
+// that looked an entry up can use it, and journal what it did, without any lock: the entry stays
+// in the keyspace until the command ends. Adds to a filter therefore take no lock at all.
 type keyspace struct {
 	seed   maphash.Seed
 	shards [numShards]shard
-	used   atomic.Int64 // accounted bytes of every key and value
+	used   atomic.Int64 // charged bytes of every key and value
+
+	// exclusive, if set, reports whether the caller runs alone; removeLocked checks it.
+	exclusive func() bool
 }
 
 type shard struct {
@@ -36,14 +38,11 @@ type shard struct {
 }
 
 // An entry is one key. Its key and value never change once it is published (SET on an existing
-// key replaces the entry); dead marks an entry removed from the map, which an add that looked it
-// up before the removal must not use.
+// key replaces the entry).
 type entry struct {
-	mu     sync.RWMutex
 	key    string
-	val    any          // *redisbloom.Chain or *stringValue
+	val    any          // *bloomValue or *stringValue
 	expire atomic.Int64 // absolute unix milliseconds; 0 means none
-	dead   bool         // under mu
 	mem    atomic.Int64 // charged bytes: keyOverhead, the key, a string's value (a filter charges its own)
 }
 
@@ -85,8 +84,9 @@ func (e *entry) expired(now int64) bool {
 	return now >= t
 }
 
-// get returns the live entry for key, or nil if there is none or it has expired. It holds no
-// lock on return: the entry's value may be read (it never changes), and used for reads.
+// get returns the live entry for key, or nil if there is none or it has expired. The entry stays
+// in the keyspace until the calling command ends (removals wait for it), so the command may use
+// it, and journal what it did with it, without a lock.
 func (ks *keyspace) get(key []byte) *entry {
 	sh := ks.shard(key)
 	sh.mu.RLock()
@@ -98,32 +98,12 @@ func (ks *keyspace) get(key []byte) *entry {
 	return e
 }
 
-// rlock returns the live entry for key with its read lock held, or nil.
-func (ks *keyspace) rlock(key []byte) *entry {
-	for {
-		e := ks.get(key)
-		if e == nil {
-			return nil
-		}
-		e.mu.RLock()
-		if !e.dead {
-			return e
-		}
-		e.mu.RUnlock() // deleted or replaced meanwhile: look again
-	}
-}
-
-// lockShard locks key's shard for writing and returns it with the current entry for key (nil
-// if none). An expired entry is removed first, through remove.
-func (ks *keyspace) lockShard(key []byte, remove func(sh *shard, e *entry)) (*shard, *entry) {
+// lockShard locks key's shard for writing and returns it with the entry for key (nil if none),
+// expired or not.
+func (ks *keyspace) lockShard(key []byte) (*shard, *entry) {
 	sh := ks.shard(key)
 	sh.mu.Lock()
-	e := sh.m[string(key)]
-	if e != nil && e.expired(-1) {
-		remove(sh, e)
-		e = nil
-	}
-	return sh, e
+	return sh, sh.m[string(key)]
 }
 
 // insertLocked publishes e under sh's write lock. Its memory (e.mem) must have been reserved.
@@ -147,19 +127,14 @@ func (ks *keyspace) reserve(n, limit int64) bool {
 	}
 }
 
-// removeLocked unpublishes e under sh's write lock, waiting for the adds that hold e's read lock,
-// then calls journal (if not nil) with e's write lock held so that the record lands after those
-// adds' records and before any record of a new entry for the same key.
-func (ks *keyspace) removeLocked(sh *shard, e *entry, journal func()) {
-	e.mu.Lock()
-	e.dead = true
+// removeLocked unpublishes e under sh's write lock, while the server runs nothing else.
+func (ks *keyspace) removeLocked(sh *shard, e *entry) {
+	if ks.exclusive != nil && !ks.exclusive() {
+		panic("server: a key removed while other commands may be using it")
+	}
 	delete(sh.m, e.key)
 	delete(sh.vol, e)
 	ks.used.Add(-e.mem.Load() - valueMem(e.val))
-	if journal != nil {
-		journal()
-	}
-	e.mu.Unlock()
 }
 
 // setExpireLocked sets e's expiry (0 removes it) under sh's write lock.
@@ -219,40 +194,23 @@ func (ks *keyspace) rangeEntries(fn func(e *entry) bool) {
 	}
 }
 
-// expireSample removes expired entries from shard i, looking at up to n entries that have an
-// expiry, and returns how many it looked at and how many it removed (Redis's active expiry
-// cycle samples the same way).
-func (ks *keyspace) expireSample(i, n int, remove func(sh *shard, e *entry)) (looked, removed int) {
+// expiredSample looks at up to n entries of shard i that have an expiry time and returns how
+// many it looked at and those that have expired (Redis's active expiry samples the same way).
+func (ks *keyspace) expiredSample(i, n int, dst []*entry) (looked int, dead []*entry) {
 	sh := &ks.shards[i]
 	sh.mu.RLock()
-	if len(sh.vol) == 0 {
-		sh.mu.RUnlock()
-		return 0, 0
-	}
+	defer sh.mu.RUnlock()
 	now := nowMs()
-	var dead []*entry
 	for e := range sh.vol { // map iteration starts at a random place
 		if looked == n {
 			break
 		}
 		looked++
 		if e.expired(now) {
-			dead = append(dead, e)
+			dst = append(dst, e)
 		}
 	}
-	sh.mu.RUnlock()
-	if len(dead) == 0 {
-		return looked, 0
-	}
-	sh.mu.Lock()
-	for _, e := range dead {
-		if sh.m[e.key] == e && e.expired(now) {
-			remove(sh, e)
-			removed++
-		}
-	}
-	sh.mu.Unlock()
-	return looked, removed
+	return looked, dst
 }
 
 // randomShard returns a shard index to start a sampling round at.

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"runtime/pprof"
 	"time"
 )
 
@@ -62,6 +64,18 @@ func Run(ctx context.Context, args []string, out io.Writer) error {
 	}
 	if err := s.Listen(); err != nil {
 		return err
+	}
+	if path := os.Getenv("BLOOMD_CPUPROFILE"); path != "" {
+		// For profiling the hot path under redis-benchmark: a CPU profile of the whole run.
+		f, err := os.Create(path)
+		if err != nil {
+			return fmt.Errorf("server: BLOOMD_CPUPROFILE: %w", err)
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return fmt.Errorf("server: BLOOMD_CPUPROFILE: %w", err)
+		}
+		defer pprof.StopCPUProfile()
 	}
 	served := make(chan error, 1)
 	go func() { served <- s.Serve() }()

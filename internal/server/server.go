@@ -82,6 +82,7 @@ func New(cfg Config) (*Server, error) {
 		}
 		s.log = slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: s.level}))
 	}
+	s.ks.exclusive = s.gate.excl.Load
 	registerCommands(s.mux)
 	s.wg.Add(1)
 	go s.cron()
@@ -349,11 +350,10 @@ func (s *Server) Shutdown(ctx context.Context) error {
 // cron runs the background work: active expiry, ten times a second.
 func (s *Server) cron() {
 	defer s.wg.Done()
-	sl := s.gate.register()
-	defer s.gate.unregister(sl)
 	t := time.NewTicker(100 * time.Millisecond)
 	defer t.Stop()
 	next := randomShard()
+	var dead []*entry
 	for {
 		select {
 		case <-s.done:
@@ -361,35 +361,56 @@ func (s *Server) cron() {
 		case <-t.C:
 		}
 		// Like Redis's active expiry: sample 20 keys with an expiry per shard, and go on
-		// while a quarter of a sample was expired, for at most 25 ms.
+		// while a quarter of a sample was expired, for at most 25 ms; then remove what was
+		// found, in one exclusive section.
 		deadline := time.Now().Add(25 * time.Millisecond)
+		dead = dead[:0]
 		for range numShards {
 			i := next
 			next = (next + 1) % numShards
 			for {
-				s.gate.enter(sl)
-				looked, removed := s.ks.expireSample(i, 20, s.expireLocked)
-				s.gate.exit(sl)
-				if looked == 0 || removed*4 < looked || time.Now().After(deadline) {
+				var looked, before = 0, len(dead)
+				looked, dead = s.ks.expiredSample(i, 20, dead)
+				if looked == 0 || (len(dead)-before)*4 < looked || time.Now().After(deadline) {
 					break
 				}
 			}
-			if time.Now().After(deadline) {
+			if time.Now().After(deadline) || len(dead) > 10000 {
 				break
 			}
+		}
+		if len(dead) > 0 {
+			s.gate.exclusive(func() {
+				now := nowMs()
+				for _, e := range dead {
+					sh, cur := s.ks.lockShard([]byte(e.key))
+					if cur == e && e.expired(now) {
+						s.removeExpired(nil, sh, e)
+					}
+					sh.mu.Unlock()
+				}
+			})
 		}
 	}
 }
 
-// expireLocked removes an expired entry, journaling a DEL as Redis propagates one.
-func (s *Server) expireLocked(sh *shard, e *entry) {
-	s.ks.removeLocked(sh, e, func() {
-		s.stats.expired.Add(1)
-		if s.journal != nil {
-			s.journal.Append([][]byte{[]byte("DEL"), []byte(e.key)})
-		}
-	})
+// removeExpired removes an expired entry while the server runs nothing else, journaling a DEL
+// as Redis propagates one: through c (nil for the expiry cycle) so that c's reply waits for it.
+func (s *Server) removeExpired(c *Conn, sh *shard, e *entry) {
+	s.ks.removeLocked(sh, e)
+	s.stats.expired.Add(1)
+	switch {
+	case c != nil:
+		c.propagateCmd([]byte("DEL"), []byte(e.key))
+	case s.journal != nil:
+		s.journal.Append([][]byte{[]byte("DEL"), []byte(e.key)})
+	}
 }
+
+// Pause runs fn while no command runs, with every reply of the commands before it written to
+// the connections' buffers (and journaled). It is for the durability layer to take a consistent
+// point, such as the start of a snapshot and of a new log. It must not be called from a command.
+func (s *Server) Pause(fn func()) { s.gate.exclusive(fn) }
 
 func (s *Server) addConn(c *Conn) {
 	s.connsMu.Lock()
@@ -410,6 +431,7 @@ func (s *Server) removeConn(c *Conn) {
 func (s *Server) Exec(args ...[]byte) []byte {
 	c := s.internalConn()
 	c.execute(args)
+	c.leaveGate()
 	out := append([]byte(nil), c.w.Bytes()...)
 	c.w.Truncate(0)
 	return out

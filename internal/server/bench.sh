@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# Measures bloomd's throughput with redis-benchmark (Debian's redis-tools), against Debian's
+# redis-server answering GET key:__rand_int__ in the same run: the table of BENCHMARKS.md's
+# "bloomd throughput" section.
+#
+#   internal/server/bench.sh                 # 3 rounds of 1M requests per test
+#   N=2000000 ROUNDS=5 internal/server/bench.sh
+#
+# Every round runs GET (redis-server), BF.ADD and BF.EXISTS (bloomd) one after the other at
+# -P 1 and -P 16, with -c 50 clients and random items (-r, __rand_int__); the table shows the
+# median of the rounds, so that a burst of other load on the machine skews one round, not the
+# result. BF.ADD and BF.EXISTS go to one filter reserved for the 1M distinct items
+# (BF.RESERVE bf 0.01 1000000), as an application sizes its filter.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+
+N=${N:-1000000}
+ROUNDS=${ROUNDS:-3}
+R=1000000
+REDIS_PORT=${REDIS_PORT:-16379}
+BLOOMD_PORT=${BLOOMD_PORT:-16380}
+for p in redis-server redis-cli redis-benchmark; do
+  command -v $p >/dev/null || { echo "bench.sh: $p not found (apt-get install redis-server redis-tools)" >&2; exit 1; }
+done
+
+tmp=$(mktemp -d)
+pids=()
+cleanup() {
+  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+go build -o "$tmp/bloomd" ./cmd/bloomd
+redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --save "" --appendonly no --daemonize no \
+  --dir "$tmp" --loglevel warning >"$tmp/redis.log" 2>&1 &
+pids+=($!)
+"$tmp/bloomd" --port "$BLOOMD_PORT" --loglevel warning >"$tmp/bloomd.log" 2>&1 &
+pids+=($!)
+for port in "$REDIS_PORT" "$BLOOMD_PORT"; do
+  for _ in $(seq 100); do
+    redis-cli -p "$port" PING >/dev/null 2>&1 && break
+    sleep 0.05
+  done
+  redis-cli -p "$port" PING >/dev/null || { echo "bench.sh: nothing answers on port $port" >&2; cat "$tmp"/*.log >&2; exit 1; }
+done
+redis-cli -p "$BLOOMD_PORT" BF.RESERVE bf 0.01 "$R" >/dev/null
+
+# bench PORT P NAME ARGS...: one redis-benchmark run; appends "name P rps p50 p99" to results.
+bench() {
+  local port=$1 pipe=$2 name=$3
+  shift 3
+  redis-benchmark -h 127.0.0.1 -p "$port" -c 50 -n "$N" -r "$R" -P "$pipe" --csv "$@" 2>/dev/null |
+    tail -1 | tr -d '"' |
+    awk -F, -v n="$name" -v p="$pipe" '{ print n, p, $2, $5, $7 }' >>"$tmp/results"
+}
+
+for round in $(seq "$ROUNDS"); do
+  for pipe in 1 16; do
+    bench "$REDIS_PORT" "$pipe" GET GET key:__rand_int__
+    bench "$BLOOMD_PORT" "$pipe" BF.ADD BF.ADD bf __rand_int__
+    bench "$BLOOMD_PORT" "$pipe" BF.EXISTS BF.EXISTS bf __rand_int__
+  done
+  echo "round $round of $ROUNDS done" >&2
+done
+
+echo "Machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(go version | cut -d' ' -f3), $(redis-server --version | cut -d' ' -f3)"
+echo "Requests: $N per test, -c 50, -r $R, median of $ROUNDS rounds."
+echo
+echo "| command | server | -P | ops/s | × redis GET | p50 ms | p99 ms |"
+echo "|---|---|---:|---:|---:|---:|---:|"
+# Median of each (name, P) over the rounds, then the ratio to GET at the same P.
+sort -k1,1 -k2,2n -k3,3g "$tmp/results" | awk -v rounds="$ROUNDS" '
+  { key = $1 " " $2; n[key]++; if (n[key] == int((rounds + 1) / 2)) { rps[key] = $3; p50[key] = $4; p99[key] = $5 } }
+  END {
+    split("GET BF.ADD BF.EXISTS", names, " ")
+    for (pi = 1; pi <= 2; pi++) {
+      p = (pi == 1) ? 1 : 16
+      for (i = 1; i <= 3; i++) {
+        key = names[i] " " p
+        server = (names[i] == "GET") ? "redis-server 7.0.15" : "bloomd"
+        cmd = (names[i] == "GET") ? "GET key:__rand_int__" : names[i] " bf __rand_int__"
+        printf "| `%s` | %s | %d | %.0f | %.2f | %s | %s |\n", cmd, server, p, rps[key], rps[key] / rps["GET " p], p50[key], p99[key]
+      }
+    }
+  }'

@@ -1,0 +1,149 @@
+package server
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"net"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/bloomd/bloom/internal/resp"
+)
+
+// benchPipelined runs b.N commands made by mk over conns connections, depth commands per
+// pipelined batch, and reports commands per second. The client side allocates nothing per
+// command, so the allocations reported are the server's.
+func benchPipelined(b *testing.B, conns, depth int, mk func(i int) [][]byte) {
+	s := startServer(b, nil)
+	c := dial(b, s.addr())
+	c.do("BF.RESERVE", "bf", "0.01", "10000000")
+	// Pre-encode distinct batches, so that items vary.
+	const batches = 64
+	enc := make([][]byte, batches)
+	replyLen := make([]int, batches)
+	for i := range enc {
+		for j := range depth {
+			enc[i] = resp.AppendCommand(enc[i], mk(i*depth+j)...)
+		}
+		// Learn the reply length of the batch (":0\r\n" and ":1\r\n" are both 4 bytes).
+		replyLen[i] = 4 * depth
+	}
+	per := b.N / conns
+	var wg sync.WaitGroup
+	b.ResetTimer()
+	start := time.Now()
+	for k := range conns {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			nc, err := net.Dial("tcp", s.addr())
+			if err != nil {
+				b.Error(err)
+				return
+			}
+			defer nc.Close()
+			buf := make([]byte, 4*depth)
+			for i := 0; i < per; i += depth {
+				bi := (k + i/depth) % batches
+				if _, err := nc.Write(enc[bi]); err != nil {
+					b.Error(err)
+					return
+				}
+				if _, err := io.ReadFull(nc, buf[:replyLen[bi]]); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	b.ReportMetric(float64(per*conns)/time.Since(start).Seconds(), "cmds/s")
+}
+
+func BenchmarkServerBFAdd(b *testing.B) {
+	for _, depth := range []int{1, 16} {
+		b.Run(fmt.Sprintf("P%d", depth), func(b *testing.B) {
+			b.ReportAllocs()
+			benchPipelined(b, 50, depth, func(i int) [][]byte {
+				return [][]byte{[]byte("BF.ADD"), []byte("bf"), []byte(strconv.Itoa(i * 7919))}
+			})
+		})
+	}
+}
+
+func BenchmarkServerBFExists(b *testing.B) {
+	for _, depth := range []int{1, 16} {
+		b.Run(fmt.Sprintf("P%d", depth), func(b *testing.B) {
+			b.ReportAllocs()
+			benchPipelined(b, 50, depth, func(i int) [][]byte {
+				return [][]byte{[]byte("BF.EXISTS"), []byte("bf"), []byte(strconv.Itoa(i * 7919))}
+			})
+		})
+	}
+}
+
+// TestHotPathAllocs checks that a pipelined batch of BF.ADD and BF.EXISTS on an existing filter
+// allocates nothing in the server: reading, lookup, the filter, and the replies.
+func TestHotPathAllocs(t *testing.T) {
+	s := startServer(t, nil)
+	s.Exec([]byte("BF.RESERVE"), []byte("bf"), []byte("0.01"), []byte("100000"))
+	var in []byte
+	for i := range 16 {
+		in = resp.AppendCommand(in, []byte("BF.ADD"), []byte("bf"), []byte(strconv.Itoa(i)))
+		in = resp.AppendCommand(in, []byte("bf.exists"), []byte("bf"), []byte(strconv.Itoa(i)))
+	}
+	rw := &loopConn{in: in}
+	c := s.newConn(rw)
+	defer c.close()
+	run := func() {
+		rw.off = 0
+		rw.out.Reset()
+		c.rd.Reset(rw)
+		for range 32 {
+			args, err := c.rd.ReadCommand()
+			if err != nil {
+				t.Fatal(err)
+			}
+			c.execute(args)
+		}
+		if err := c.flush(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	run()
+	if a := testing.AllocsPerRun(100, run); a != 0 {
+		t.Fatalf("a batch of 32 commands allocates %v times", a)
+	}
+	if rw.writes != 102 { // run above, AllocsPerRun's warm-up run, and 100 runs
+		t.Fatalf("%d writes for 102 batches; want one per batch", rw.writes)
+	}
+}
+
+// loopConn is a net.Conn that serves the same input to each reader Reset and counts writes.
+type loopConn struct {
+	net.Conn
+	in     []byte
+	off    int
+	out    bytes.Buffer
+	writes int
+}
+
+func (l *loopConn) Read(p []byte) (int, error) {
+	if l.off == len(l.in) {
+		return 0, io.EOF
+	}
+	n := copy(p, l.in[l.off:])
+	l.off += n
+	return n, nil
+}
+
+func (l *loopConn) Write(p []byte) (int, error) { l.writes++; return l.out.Write(p) }
+func (l *loopConn) Close() error                { return nil }
+func (l *loopConn) RemoteAddr() net.Addr        { return &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1)} }
+func (l *loopConn) LocalAddr() net.Addr         { return &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1)} }
+func (l *loopConn) SetReadDeadline(time.Time) error {
+	return nil
+}
