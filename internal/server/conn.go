@@ -43,8 +43,8 @@ type Conn struct {
 	created     time.Time
 
 	authed      bool
-	multi       *multiState // non-nil between MULTI and EXEC/DISCARD
-	multiWrites int         // inside EXEC: 1 before the first journaled write, 2 after
+	multi       *multiState  // non-nil between MULTI and EXEC/DISCARD
+	multiWrites int          // inside EXEC: 1 before the first journaled write, 2 after
 	inExclusive bool         // running alone: inside an exclusive command or runExclusive
 	entered     bool         // inside the gate: from the batch's first command to its flush
 	wait        func() error // the journal's wait for this batch's latest write
