@@ -191,7 +191,7 @@ func (c *Conn) bfCreate(args [][]byte, key []byte, items [][]byte, opts *insertO
 	if e != nil {
 		return false
 	}
-	e, errMsg := s.newBloomEntry(key, func(o *redisbloom.Options) (*redisbloom.Chain, error) {
+	e, errMsg := s.newBloomEntry(key, false, func(o *redisbloom.Options) (*redisbloom.Chain, error) {
 		return redisbloom.NewChain(uint64(opts.capacity), opts.errorRate, uint32(opts.expansion), opts.nonScaling, o)
 	})
 	if e == nil {
@@ -205,9 +205,9 @@ func (c *Conn) bfCreate(args [][]byte, key []byte, items [][]byte, opts *insertO
 	return true
 }
 
-// newBloomEntry makes an entry for key holding the chain mk makes, charging its memory. It
-// returns the error reply on failure.
-func (s *Server) newBloomEntry(key []byte, mk func(o *redisbloom.Options) (*redisbloom.Chain, error)) (*entry, string) {
+// newBloomEntry makes an entry for key holding the chain mk makes (from a BF.LOADCHUNK header if
+// header is set), charging its memory. It returns the error reply on failure.
+func (s *Server) newBloomEntry(key []byte, header bool, mk func(o *redisbloom.Options) (*redisbloom.Chain, error)) (*entry, string) {
 	keyMem := int64(keyOverhead + len(key))
 	if !s.ks.reserve(keyMem, s.memoryLimit()) {
 		s.stats.oom.Add(1)
@@ -216,8 +216,13 @@ func (s *Server) newBloomEntry(key []byte, mk func(o *redisbloom.Options) (*redi
 	bv, err := s.newBloomValue(mk)
 	if err != nil {
 		s.ks.used.Add(-keyMem)
-		if errors.Is(err, redisbloom.ErrBadData) {
+		switch {
+		case errors.Is(err, redisbloom.ErrBadData):
 			return nil, errBadData
+		case header && errors.Is(err, bloom.ErrTooLarge):
+			// A header that is valid but larger than this machine's memory.
+			s.stats.oom.Add(1)
+			return nil, errOOM
 		}
 		return nil, createErr(err)
 	}
@@ -338,7 +343,7 @@ func bfReserveCmd(c *Conn, args [][]byte) {
 		}
 		return
 	}
-	e, errMsg := s.newBloomEntry(key, func(o *redisbloom.Options) (*redisbloom.Chain, error) {
+	e, errMsg := s.newBloomEntry(key, false, func(o *redisbloom.Options) (*redisbloom.Chain, error) {
 		return redisbloom.NewChain(uint64(opts.capacity), opts.errorRate, uint32(opts.expansion), opts.nonScaling, o)
 	})
 	if e == nil {
@@ -592,7 +597,7 @@ func (c *Conn) loadChunk(args [][]byte, iter int64) {
 		c.w.Error(errNotFound)
 		return
 	}
-	e, errMsg := s.newBloomEntry(key, func(o *redisbloom.Options) (*redisbloom.Chain, error) {
+	e, errMsg := s.newBloomEntry(key, true, func(o *redisbloom.Options) (*redisbloom.Chain, error) {
 		return redisbloom.LoadHeader(data, o)
 	})
 	if e == nil {

@@ -87,6 +87,7 @@ func (c *Conn) serve() {
 	defer c.close()
 	defer func() {
 		if r := recover(); r != nil {
+			c.srv.stats.panics.Add(1)
 			c.srv.log.Error("panic while serving a client; closing its connection", "client", c.addr, "panic", r, "stack", string(debug.Stack()))
 		}
 	}()

@@ -45,7 +45,7 @@ type Server struct {
 	clients atomic.Int64
 
 	stats struct {
-		conns, rejected, commands, expired, oom atomic.Int64
+		conns, rejected, commands, expired, oom, panics atomic.Int64
 	}
 	started  time.Time
 	done     chan struct{}
