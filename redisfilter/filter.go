@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"math/bits"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -444,18 +445,17 @@ func (f *Filter) calls(op string, keys [][]byte, base int, out []bool) []*call {
 			continue
 		}
 		// Split filter: each key's positions, grouped by part, each group preceded by its count.
-		group := make([]*call, len(f.parts))
+		// Sorting the k positions puts each part's positions together, whatever the part count.
+		group := map[uint64]*call{}
+		var order []uint64
 		for i := s; i < e; i++ {
 			pos = f.scheme.Locations(pos[:0], keys[i], f.k, f.m)
-			for pi := range f.parts {
-				cnt := 0
-				for _, b := range pos {
-					if b/f.partBits == uint64(pi) {
-						cnt++
-					}
-				}
-				if cnt == 0 {
-					continue
+			slices.Sort(pos)
+			for lo := 0; lo < len(pos); {
+				pi := pos[lo] / f.partBits
+				hi := lo + 1
+				for hi < len(pos) && pos[hi]/f.partBits == pi {
+					hi++
 				}
 				cl := group[pi]
 				if cl == nil {
@@ -463,21 +463,20 @@ func (f *Filter) calls(op string, keys [][]byte, base int, out []bool) []*call {
 					cl = &call{script: f.script(), keys: []string{pt.meta, pt.data}, want: pt.want}
 					cl.args = append(append(cl.args, pt.check...), op, 0, 0) // number of keys (set below), stride 0
 					group[pi] = cl
+					order = append(order, pi)
 				}
-				cl.args = append(cl.args, cnt)
-				for _, b := range pos {
-					if b/f.partBits == uint64(pi) {
-						cl.args = append(cl.args, f.offset(b%f.partBits))
-					}
+				cl.args = append(cl.args, hi-lo)
+				for _, b := range pos[lo:hi] {
+					cl.args = append(cl.args, f.offset(b%f.partBits))
 				}
 				cl.idx = append(cl.idx, base+i)
+				lo = hi
 			}
 		}
-		for _, cl := range group {
-			if cl != nil {
-				cl.args[len(f.parts[0].check)+1] = len(cl.idx) // the number of keys, known only now
-				calls = append(calls, cl)
-			}
+		for _, pi := range order {
+			cl := group[pi]
+			cl.args[len(f.parts[0].check)+1] = len(cl.idx) // the number of keys, known only now
+			calls = append(calls, cl)
 		}
 	}
 	return calls
