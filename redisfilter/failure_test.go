@@ -504,3 +504,36 @@ func TestConcurrentHandles(t *testing.T) {
 		}
 	})
 }
+
+// TestDefaultSplit: a filter beyond one Redis string (2^32 bits) is split at MaxPartBits by
+// default. Only its parameters are written here (no key is added, so no 512 MB string is made).
+func TestDefaultSplit(t *testing.T) {
+	topologies(t, func(t *testing.T, c redis.UniversalClient) {
+		ctx := ctxT(t)
+		name := uniqueName(t)
+		f, err := New(ctx, c, name, 2_000_000_000, 0.01, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := int((f.M() + MaxPartBits - 1) / MaxPartBits); f.Parts() != want || want != 5 {
+			t.Fatalf("%d bits in %d parts; want %d", f.M(), f.Parts(), want)
+		}
+		keys := f.Keys()
+		for i := 0; i < len(keys); i += 2 {
+			line, err := c.HGet(ctx, keys[i], "params").Result()
+			if err != nil || !strings.Contains(line, "part="+strconv.Itoa(i/2)+" partbits=4294967296") {
+				t.Fatalf("%s holds %q, %v", keys[i], line, err)
+			}
+			if n, _ := c.Exists(ctx, keys[i+1]).Result(); n != 0 {
+				t.Fatalf("%s exists before any Add", keys[i+1])
+			}
+		}
+		o, err := Open(ctx, c, name, nil)
+		if err != nil || o.Parts() != 5 || o.M() != f.M() {
+			t.Fatalf("Open of a split filter: %v", err)
+		}
+		if err := f.Delete(ctx); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
