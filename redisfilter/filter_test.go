@@ -54,6 +54,10 @@ func TestNoFalseNegativesAndRate(t *testing.T) {
 				t.Fatalf("false negative: key %q tests absent", in[i])
 			}
 		}
+		// Guava's estimate from the set bits: within a few percent of the 2000 distinct keys.
+		if est, err := f.ApproximateCount(ctx); err != nil || est < 1900 || est > 2100 {
+			t.Errorf("ApproximateCount = %d, %v; want about 2000", est, err)
+		}
 		if ok, err := f.TestString(ctx, string(in[5])); err != nil || !ok {
 			t.Fatalf("TestString(added) = %v, %v", ok, err)
 		}

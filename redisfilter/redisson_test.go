@@ -24,6 +24,12 @@ type redissonGolden struct {
 		K        int     `json:"hashIterations"`
 		TooLarge bool    `json:"size_exceeds_max"`
 	} `json:"configs"`
+	Counts []struct {
+		Size     uint64 `json:"size"`
+		K        int    `json:"hashIterations"`
+		BitCount uint64 `json:"bitcount"`
+		Count    uint64 `json:"count"`
+	} `json:"count_examples"`
 	Items []struct {
 		Item    string              `json:"item"`
 		Indexes map[string][]uint64 `json:"indexes"`
@@ -273,5 +279,41 @@ func TestRedissonMismatch(t *testing.T) {
 	}
 	if _, err := OpenRedisson(ctx, c, uniqueName(t), nil); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("OpenRedisson of a missing filter: err = %v; want ErrNotFound", err)
+	}
+}
+
+// TestRedissonCount: ApproximateCount on a Redisson filter gives what Redisson's count() gives
+// for the same number of set bits (except a saturated filter, where Redisson returns
+// Long.MAX_VALUE and this package a finite lower bound).
+func TestRedissonCount(t *testing.T) {
+	g := loadRedissonGolden(t)
+	c := standalone(t)
+	ctx := ctxT(t)
+	checked := 0
+	for _, ce := range g.Counts {
+		name := uniqueName(t)
+		f := newRedisson(c, name, mustResolve(t), ce.Size, ce.K, 1, 0.5, "1", "0.5")
+		for b := range ce.BitCount {
+			if err := c.SetBit(ctx, name, int64(b), 1).Err(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		got, err := f.ApproximateCount(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ce.BitCount == ce.Size {
+			if got == 0 || got >= ce.Count {
+				t.Errorf("saturated %d/%d: count %d; want a finite positive bound", ce.BitCount, ce.Size, got)
+			}
+			continue
+		}
+		if got != ce.Count {
+			t.Errorf("size %d k %d with %d bits set: count %d; Redisson %d", ce.Size, ce.K, ce.BitCount, got, ce.Count)
+		}
+		checked++
+	}
+	if checked < 4 {
+		t.Fatalf("only %d count examples checked", checked)
 	}
 }
