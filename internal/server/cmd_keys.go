@@ -25,7 +25,7 @@ func (c *Conn) lockForCreate(key []byte) (*shard, *entry) {
 	ks := c.srv.ks
 	for {
 		sh, e := ks.lockShard(key)
-		if e == nil || !e.expired(-1) {
+		if e == nil || !ks.expired(e, -1) {
 			return sh, e
 		}
 		if c.inExclusive {
@@ -35,7 +35,7 @@ func (c *Conn) lockForCreate(key []byte) (*shard, *entry) {
 		sh.mu.Unlock()
 		c.runExclusive(func() {
 			sh, cur := ks.lockShard(key)
-			if cur == e && e.expired(-1) {
+			if cur == e && ks.expired(e, -1) {
 				c.srv.removeExpired(c, sh, e)
 			}
 			sh.mu.Unlock()
@@ -67,7 +67,7 @@ func delCmd(c *Conn, args [][]byte) {
 		if e != nil {
 			c.srv.ks.removeLocked(sh, e)
 			c.propagateCmd([]byte("DEL"), k)
-			if !e.expired(now) {
+			if !c.srv.ks.expired(e, now) {
 				n++
 			} else {
 				c.srv.stats.expired.Add(1)
@@ -279,7 +279,7 @@ func expireCmd(c *Conn, args [][]byte) {
 		c.w.Int(0)
 		return
 	}
-	if when <= now {
+	if when <= now && !c.srv.ks.loading.Load() {
 		c.srv.ks.removeLocked(sh, e)
 		c.propagateCmd([]byte("DEL"), args[1])
 		c.w.Int(1)
@@ -320,7 +320,7 @@ func ttlCmd(c *Conn, args [][]byte) {
 func persistCmd(c *Conn, args [][]byte) {
 	sh, e := c.srv.ks.lockShard(args[1])
 	defer sh.mu.Unlock()
-	if e == nil || e.expire.Load() == 0 || e.expired(-1) {
+	if e == nil || e.expire.Load() == 0 || c.srv.ks.expired(e, -1) {
 		c.w.Int(0)
 		return
 	}

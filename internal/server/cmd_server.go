@@ -109,7 +109,11 @@ func (s *Server) appendInfo(b []byte, sec string, c *Conn) []byte {
 		b = field(b, "memory_limit", s.memoryLimit())
 	case "persistence":
 		b = append(b, "# Persistence\r\n"...)
-		b = field(b, "loading", 0)
+		loading := 0
+		if s.ks.loading.Load() {
+			loading = 1
+		}
+		b = field(b, "loading", loading)
 		if ip, ok := s.journal.(InfoProvider); ok {
 			b = ip.AppendInfo(b, sec)
 		} else {

@@ -26,6 +26,9 @@ type keyspace struct {
 	shards [numShards]shard
 	used   atomic.Int64 // charged bytes of every key and value
 
+	// loading suspends expiry while a journal is replayed (see Server.SetLoading).
+	loading atomic.Bool
+
 	// exclusive, if set, reports whether the caller runs alone; removeLocked checks it.
 	exclusive func() bool
 }
@@ -72,10 +75,10 @@ func (ks *keyspace) shard(key []byte) *shard {
 func nowMs() int64 { return time.Now().UnixMilli() }
 
 // expired reports whether e's expiry time has passed at now (unix ms). now < 0 asks for the
-// clock only when e has an expiry.
-func (e *entry) expired(now int64) bool {
+// clock only when e has an expiry. While the keyspace is loading nothing expires.
+func (ks *keyspace) expired(e *entry, now int64) bool {
 	t := e.expire.Load()
-	if t == 0 {
+	if t == 0 || ks.loading.Load() {
 		return false
 	}
 	if now < 0 {
@@ -92,7 +95,7 @@ func (ks *keyspace) get(key []byte) *entry {
 	sh.mu.RLock()
 	e := sh.m[string(key)]
 	sh.mu.RUnlock()
-	if e == nil || e.expired(-1) {
+	if e == nil || ks.expired(e, -1) {
 		return nil
 	}
 	return e
@@ -165,7 +168,7 @@ func (ks *keyspace) scanShard(i int, now int64, dst []string, keep func(e *entry
 	sh.mu.RLock()
 	defer sh.mu.RUnlock()
 	for k, e := range sh.m {
-		if !e.expired(now) && (keep == nil || keep(e)) {
+		if !ks.expired(e, now) && (keep == nil || keep(e)) {
 			dst = append(dst, k)
 		}
 	}
@@ -187,7 +190,7 @@ func (ks *keyspace) rangeEntries(fn func(e *entry) bool) {
 		sh.mu.RUnlock()
 		now := nowMs()
 		for _, e := range batch {
-			if !e.expired(now) && !fn(e) {
+			if !ks.expired(e, now) && !fn(e) {
 				return
 			}
 		}
@@ -206,7 +209,7 @@ func (ks *keyspace) expiredSample(i, n int, dst []*entry) (looked int, dead []*e
 			break
 		}
 		looked++
-		if e.expired(now) {
+		if ks.expired(e, now) {
 			dst = append(dst, e)
 		}
 	}

@@ -384,7 +384,7 @@ func (s *Server) cron() {
 				now := nowMs()
 				for _, e := range dead {
 					sh, cur := s.ks.lockShard([]byte(e.key))
-					if cur == e && e.expired(now) {
+					if cur == e && s.ks.expired(e, now) {
 						s.removeExpired(nil, sh, e)
 					}
 					sh.mu.Unlock()
@@ -406,6 +406,12 @@ func (s *Server) removeExpired(c *Conn, sh *shard, e *entry) {
 		s.journal.Append([][]byte{[]byte("DEL"), []byte(e.key)})
 	}
 }
+
+// SetLoading switches loading mode on or off. While loading, keys do not expire: an expiry time
+// in the past is kept rather than applied, as Redis does while it reads its append-only file, so
+// that journal records replayed with Exec rebuild exactly the keyspace that wrote them. When
+// loading ends, keys whose time has passed expire as usual (and their DELs are journaled).
+func (s *Server) SetLoading(on bool) { s.ks.loading.Store(on) }
 
 // Pause runs fn while no command runs, with every reply of the commands before it written to
 // the connections' buffers (and journaled). It is for the durability layer to take a consistent
