@@ -28,7 +28,8 @@ type Options struct {
 
 	// PartBits is the most bits a native filter keeps in one Redis key; a larger filter is split
 	// into ceil(m/PartBits) parts with distinct hash tags (see the package documentation). Zero
-	// means MaxPartBits. It must be a multiple of 64. Open ignores it and uses the stored value.
+	// means MaxPartBits. It must be a multiple of 64. For a ScalableFilter it bounds each link
+	// instead; counting filters ignore it. Open ignores it and uses the stored value.
 	PartBits uint64
 
 	// ScriptKeys is the number of keys AddMany and TestMany pass to one script call; zero means
