@@ -61,6 +61,9 @@ func isNoScript(err error) bool {
 func callErr(op, name string, cl *call, err error) error {
 	if redis.HasErrorPrefix(err, mismatchPrefix) {
 		stored := strings.TrimSpace(strings.TrimPrefix(err.Error(), mismatchPrefix))
+		if line, key, ok := strings.Cut(stored, " unexpected="); ok && line == cl.want {
+			return fmt.Errorf("%w: %s %q: key %s exists beyond the chain's last link, so the chain cannot grow into it", ErrConfigMismatch, op, name, key)
+		}
 		return fmt.Errorf("%w: %s %q (key %s): %s", ErrConfigMismatch, op, name, cl.keys[0], describeMismatch(stored, cl.want))
 	}
 	return opErr(op, name, err)

@@ -198,3 +198,25 @@ func TestScalableStopsGrowing(t *testing.T) {
 		t.Fatalf("a handle with another link limit: err = %v", err)
 	}
 }
+
+// TestScalableForeignLinkKey: a key squatting where the chain would grow is refused before the
+// add writes anything.
+func TestScalableForeignLinkKey(t *testing.T) {
+	c := standalone(t)
+	ctx := ctxT(t)
+	s, err := NewScalable(ctx, c, uniqueName(t), 10, 0.01, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.RPush(ctx, s.links[1].key, "squatter").Err(); err != nil {
+		t.Fatal(err)
+	}
+	before, _ := c.Get(ctx, s.links[0].key).Result()
+	_, err = s.AddMany(ctx, keys("k", 50))
+	if !errors.Is(err, ErrConfigMismatch) || !strings.Contains(err.Error(), "key "+s.links[1].key+" exists beyond the chain's last link") {
+		t.Fatalf("AddMany with a foreign key at the next link: err = %v", err)
+	}
+	if after, _ := c.Get(ctx, s.links[0].key).Result(); after != before {
+		t.Fatal("the refused AddMany wrote bits")
+	}
+}

@@ -169,6 +169,15 @@ else
   links = tonumber(redis.call('HGET', KEYS[1], 'links'))
 end
 if links > L then return {'', links} end
+if op == 'a' then
+  -- Links this call may create must not exist yet: growing into a key of another type would fail
+  -- after earlier keys of the call were written.
+  for i = links + 1, L do
+    if redis.call('EXISTS', KEYS[1 + i]) == 1 then
+      return redis.error_reply('BLOOMMISMATCH ' .. (stored or ARGV[1]) .. ' unexpected=' .. KEYS[1 + i])
+    end
+  end
+end
 local caps, ks, off, stride = {}, {}, {}, 0
 for i = 1, L do
   caps[i] = tonumber(ARGV[5 + i]); ks[i] = tonumber(ARGV[5 + L + i]); off[i] = stride; stride = stride + ks[i]
