@@ -27,8 +27,6 @@ const (
 	errNotInt    = "ERR value is not an integer or out of range"
 )
 
-var errStopping = errors.New("server: shutting down")
-
 // A Conn is one client connection. Its command handlers run on the connection's own goroutine;
 // the fields that other connections read (CLIENT LIST, CLIENT KILL) are atomic or under infoMu.
 type Conn struct {
@@ -58,6 +56,7 @@ type Conn struct {
 	cur        atomic.Pointer[Command]
 	proto      atomic.Int32
 	stopping   atomic.Bool
+	stopAt     time.Time // set before stopping
 
 	infoMu                sync.Mutex
 	name, libName, libVer string
@@ -116,13 +115,13 @@ func (c *Conn) beforeRead() error {
 	}
 	now := time.Now()
 	c.lastActive.Store(now.UnixMilli())
-	if c.nc != nil {
+	if c.nc != nil && !c.stopping.Load() {
 		if t := c.srv.timeout.Load(); t > 0 {
 			c.nc.SetReadDeadline(now.Add(time.Duration(t)))
+			if c.stopping.Load() { // stop ran meanwhile: keep its deadline
+				c.nc.SetReadDeadline(c.stopAt)
+			}
 		}
-	}
-	if c.stopping.Load() {
-		return errStopping
 	}
 	return nil
 }
@@ -137,7 +136,7 @@ func (c *Conn) readFailed(err error) {
 		c.srv.log.Debug("protocol error; closing client", "client", c.addr, "err", pe.Msg)
 	case errors.As(err, &ne) && ne.Timeout() && !c.stopping.Load():
 		c.srv.log.Debug("closing idle client", "client", c.addr)
-	case err == io.EOF || err == errStopping || errors.Is(err, net.ErrClosed):
+	case err == io.EOF || errors.Is(err, net.ErrClosed) || c.stopping.Load():
 	default:
 		c.srv.log.Debug("client read failed", "client", c.addr, "err", err)
 	}
@@ -175,10 +174,15 @@ func (c *Conn) close() {
 	c.srv.gate.unregister(c.slot)
 }
 
-// stop asks the connection to finish the commands it has received and close.
+// drainWindow is how long a stopping connection keeps reading: commands that the client sent
+// before the shutdown, still in flight or in the socket's buffer, are answered.
+const drainWindow = 100 * time.Millisecond
+
+// stop asks the connection to answer what its client has sent and close.
 func (c *Conn) stop() {
+	c.stopAt = time.Now().Add(drainWindow)
 	c.stopping.Store(true)
-	c.nc.SetReadDeadline(time.Now())
+	c.nc.SetReadDeadline(c.stopAt)
 }
 
 // kill closes the connection at once.

@@ -39,7 +39,7 @@ func needProgram(t testing.TB, name string) string {
 func startServer(t testing.TB, mod func(*Config)) *Server {
 	t.Helper()
 	cfg := DefaultConfig()
-	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	cfg.Logger = discardLogger()
 	if mod != nil {
 		mod(&cfg)
 	}
@@ -64,6 +64,8 @@ func startServer(t testing.TB, mod func(*Config)) *Server {
 	})
 	return s
 }
+
+func discardLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
 // addr returns the address of the server's first listener.
 func (s *Server) addr() string { return s.Addrs()[0].String() }
