@@ -56,7 +56,6 @@ type Conn struct {
 	cur        atomic.Pointer[Command]
 	proto      atomic.Int32
 	stopping   atomic.Bool
-	stopAt     time.Time // set before stopping
 
 	infoMu                sync.Mutex
 	name, libName, libVer string
@@ -115,12 +114,16 @@ func (c *Conn) beforeRead() error {
 	}
 	now := time.Now()
 	c.lastActive.Store(now.UnixMilli())
-	if c.nc != nil && !c.stopping.Load() {
-		if t := c.srv.timeout.Load(); t > 0 {
-			c.nc.SetReadDeadline(now.Add(time.Duration(t)))
-			if c.stopping.Load() { // stop ran meanwhile: keep its deadline
-				c.nc.SetReadDeadline(c.stopAt)
-			}
+	switch {
+	case c.nc == nil:
+	case c.stopping.Load():
+		// Shutting down: read on while the client's commands keep coming (they were sent
+		// before it could know), and stop after drainWindow without any.
+		c.nc.SetReadDeadline(now.Add(drainWindow))
+	case c.srv.timeout.Load() > 0:
+		c.nc.SetReadDeadline(now.Add(time.Duration(c.srv.timeout.Load())))
+		if c.stopping.Load() { // stop ran meanwhile: keep to its window
+			c.nc.SetReadDeadline(now.Add(drainWindow))
 		}
 	}
 	return nil
@@ -174,15 +177,14 @@ func (c *Conn) close() {
 	c.srv.gate.unregister(c.slot)
 }
 
-// drainWindow is how long a stopping connection keeps reading: commands that the client sent
-// before the shutdown, still in flight or in the socket's buffer, are answered.
+// drainWindow is how long a stopping connection waits for more commands: those that the client
+// sent before the shutdown, still in flight or in the socket's buffer, are answered.
 const drainWindow = 100 * time.Millisecond
 
 // stop asks the connection to answer what its client has sent and close.
 func (c *Conn) stop() {
-	c.stopAt = time.Now().Add(drainWindow)
 	c.stopping.Store(true)
-	c.nc.SetReadDeadline(c.stopAt)
+	c.nc.SetReadDeadline(time.Now().Add(drainWindow))
 }
 
 // kill closes the connection at once.

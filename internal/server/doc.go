@@ -1,0 +1,71 @@
+// Package server is bloomd: a server that speaks RESP2 and RESP3 and answers RedisBloom 2.6's
+// BF.* commands exactly (package redisbloom holds the filters), with the Redis commands that
+// clients need around them: connection handshakes (HELLO, AUTH, CLIENT), keys (DEL, SCAN, TYPE,
+// RENAME, expiry), strings (SET, GET), transactions (MULTI/EXEC), introspection (INFO, CONFIG,
+// COMMAND). Command tables, error texts and limits follow Redis 7.0 and RedisBloom 2.6.28; where
+// bloomd differs on purpose, README.md's compatibility table says so.
+//
+// A Server is made from a Config (redis.conf names: bind, port, requirepass, maxclients,
+// maxmemory, timeout, tls-port, ...) by New, and runs until Shutdown; Run is the whole of
+// cmd/bloomd.
+//
+// # A request's path
+//
+// Each connection has a goroutine that reads with one resp.Reader and answers into one
+// resp.Writer. The reader parses every complete request in its buffer before it reads again, and
+// flushes the writer just before reading: a pipelined batch is answered with one write. A request
+// is looked up in the command table (a Mux: name, arity, flags, key positions), checked for
+// authentication and memory (deny-oom commands are refused over maxmemory), queued if a MULTI is
+// open, and otherwise run by its handler, which writes its reply.
+//
+// # Concurrency
+//
+// The keyspace is split into 256 shards, each a map under its own RWMutex; the maps are touched
+// only to look a key up (read lock) or to add or remove one (write lock). A command's handler
+// works on the entry it looked up with no lock: a filter's adds are atomic ORs on its bit
+// arrays and its counts atomic increments (see redisbloom.Chain), and tests atomic loads, so adds
+// and tests to one filter run in parallel on every core.
+//
+// Removing or replacing an entry (DEL, UNLINK, RENAME, FLUSHALL, SET, expiry) and overwriting
+// bits with BF.LOADCHUNK are the only operations that do not commute with adds. They run alone:
+// a gate lets one goroutine wait until no command is in flight and run while new ones wait. A
+// connection marks itself in flight from the first command of a batch to the flush, with two
+// stores to its own cache line, so the gate costs the hot path no shared write. EXEC runs its
+// queued commands alone too, which makes transactions atomic as in Redis. This trades latency of
+// rare structural commands (microseconds of pause) for adds that take no lock at all.
+//
+// # Memory
+//
+// Every key is charged its name plus a fixed overhead, and a filter its BF.INFO Size, through
+// redisbloom's Reserve hook, before anything is allocated. A creation, growth or BF.LOADCHUNK
+// header that would pass the limit is refused with Redis's OOM error; the limit is maxmemory,
+// and never more than the machine's memory, so that a filter that cannot fit is refused rather
+// than taking the process down.
+//
+// # Durability: design for the append-only file and snapshots
+//
+// Every write goes through one place, Conn.propagate, which hands the command to the Journal
+// (Config.Journal) after it took effect and before its reply is flushed; the connection calls
+// the journal's wait function before it writes the batch's replies, so appendfsync always can
+// group-commit across connections. The order of records is the order of effects for each key:
+//
+//   - adds to an existing filter commute, and are journaled without any lock; replaying them in
+//     any order gives the same bits (a filter's counts, and the sub-filter that receives an item
+//     right at a growth boundary, can differ between orders when two clients add at the same
+//     instant);
+//   - creating a key journals under its shard's write lock before the key is visible, so every
+//     later command on it is journaled after its creation;
+//   - everything that removes, replaces or overwrites runs alone (above), so its record is
+//     ordered against all others; a transaction's writes are journaled between MULTI and EXEC;
+//   - expiry times are absolute unix milliseconds (EXPIRE is journaled as PEXPIREAT, SET's EX as
+//     PXAT), and an expired key's removal is journaled as DEL, as Redis propagates it.
+//
+// Replaying the records with Server.Exec while SetLoading(true) (expiry suspended, as Redis does
+// while loading its AOF) rebuilds the keyspace; TestJournalReplay checks this against every
+// transcript, a random workload and concurrent clients. For snapshots, the keyspace can be
+// walked shard by shard while adds continue (they only set bits, so a copy taken during adds
+// plus the records from the snapshot's start gives the same bits); Server.Pause runs a function
+// with no command in flight, to mark the point where a snapshot starts and a new log begins.
+// Reads may see writes of other clients whose records are not yet durable; a journal that must
+// prevent that can make reads wait too.
+package server
