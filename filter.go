@@ -172,7 +172,17 @@ func (f *Filter) add(h1, h2 uint64) bool {
 	return added
 }
 
+// branchlessWords is the array size (32 MiB) up to which test probes all k positions without
+// exiting early: absent keys then cost no mispredicted branch, and the loads, cache or L3 hits,
+// overlap. Beyond it the probes are DRAM misses, and stopping at the first clear bit saves more
+// than the mispredictions cost (measured: 143 against 193 ns for absent keys at n = 1e8; at
+// n = 1e7, 56 against 78 ns for present keys in favour of probing all).
+const branchlessWords = 32 << 20 / 8
+
 func (f *Filter) test(h1, h2 uint64) bool {
+	if len(f.bits) <= branchlessWords {
+		return f.probe(h1, h2)
+	}
 	if f.scheme == Guava64 {
 		x := h1
 		for range f.k {

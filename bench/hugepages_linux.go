@@ -20,3 +20,12 @@ func allocWords(n uint64, huge bool) []uint64 {
 	_ = unix.Madvise(b[:len(b)&^(page-1)], unix.MADV_HUGEPAGE)
 	return a
 }
+
+// threadCPU returns the CPU time the calling thread has used, in nanoseconds.
+func threadCPU() int64 {
+	var ts unix.Timespec
+	if unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &ts) != nil {
+		return 0
+	}
+	return ts.Nano()
+}
