@@ -151,11 +151,10 @@ func (f *Blocked) many(dst []bool, bs [][]byte, ss []string, add bool) []bool {
 
 // probe is test without early exit.
 func (f *Blocked) probe(h1, h2 uint64) bool {
-	blk := f.block(h1)
 	if f.sectors == 2 {
-		w0, w1, m0, m1 := sectors2(h2, f.b)
-		return m0&^atomic.LoadUint64(&blk[w0&3])|m1&^atomic.LoadUint64(&blk[4+w1&3]) == 0
+		return f.test2(h1, h2)
 	}
+	blk := f.block(h1)
 	var miss uint64
 	for s := range f.sectors {
 		word, mask := f.sector(h2, s)

@@ -6,12 +6,14 @@ import (
 	"math"
 	"math/bits"
 	"sync/atomic"
+
+	"github.com/twmb/murmur3"
 )
 
 // Blocked is a cache-line blocked Bloom filter: all of a key's bits lie in one 64-byte block (one
 // cache line), in a few 64-bit words of it, so Add and Test cost one hash and one memory access
 // where a classic filter pays k. The price is memory: blocks fill unevenly, so reaching a rate p
-// takes more bits per key than a classic filter (at p = 0.01, 10.2 instead of 9.6);
+// takes more bits per key than a classic filter (at p = 0.01, 10.35 instead of 9.6);
 // BlockedSize compensates exactly, and the measured rates are in blocked_test.go.
 //
 // The 512 bits of a block are 8 words. A key picks its block, then sets b bits in each of z of
@@ -108,13 +110,13 @@ func checkSectors(k, sectors int) error {
 // Add adds key and reports whether the filter changed: true when at least one of the key's bits
 // was clear, so the key was definitely not in the filter before.
 func (f *Blocked) Add(key []byte) bool {
-	h1, h2 := Guava64.Hash(key)
+	h1, h2 := murmur3.Sum128(key) // Guava64.Hash, without its switch
 	return f.add(h1, h2)
 }
 
 // Test reports whether key may be in the filter: false means it was definitely never added.
 func (f *Blocked) Test(key []byte) bool {
-	h1, h2 := Guava64.Hash(key)
+	h1, h2 := murmur3.Sum128(key) // Guava64.Hash, without its switch
 	return f.test(h1, h2)
 }
 
@@ -191,8 +193,20 @@ func (f *Blocked) add(h1, h2 uint64) bool {
 
 func (f *Blocked) test(h1, h2 uint64) bool {
 	if f.sectors == 2 {
-		return f.probe(h1, h2) // both words share a cache line: exiting early saves nothing
+		return f.test2(h1, h2)
 	}
+	return f.testSectors(h1, h2)
+}
+
+// test2 is test for two sectors: both words share a cache line, so it reads both and does not
+// branch on the first.
+func (f *Blocked) test2(h1, h2 uint64) bool {
+	blk := f.block(h1)
+	w0, w1, m0, m1 := sectors2(h2, f.b)
+	return m0&^atomic.LoadUint64(&blk[w0&3])|m1&^atomic.LoadUint64(&blk[4+w1&3]) == 0
+}
+
+func (f *Blocked) testSectors(h1, h2 uint64) bool {
 	blk := f.block(h1)
 	for s := range f.sectors {
 		word, mask := f.sector(h2, s)

@@ -92,6 +92,13 @@ var impls = []impl{
 		}
 		return ours(f), nil
 	}},
+	{"scalable-blocked", func(n uint64) (subject, error) {
+		f, err := bloom.NewScalable(n/8, p, &bloom.ScalableOptions{Blocked: true})
+		if err != nil {
+			return subject{}, err
+		}
+		return ours(f), nil
+	}},
 	{"counting", func(n uint64) (subject, error) {
 		f, err := bloom.NewCounting(n, p)
 		if err != nil {
@@ -442,16 +449,24 @@ func benchRandomLoad(b *testing.B, a []uint64, dependent bool) {
 	x := uint64(0x9e3779b97f4a7c15)
 	var sum uint64
 	c := startCPU(b)
-	for range b.N {
-		x ^= x << 13
-		x ^= x >> 7
-		x ^= x << 17
-		y := x
-		if dependent {
-			y ^= sum
+	// Two loops: a conditional "y ^= sum" in one loop compiles to a conditional move, which
+	// makes every address depend on the previous load even when the condition is false.
+	if dependent {
+		for range b.N {
+			x ^= x << 13
+			x ^= x >> 7
+			x ^= x << 17
+			i, _ := bits.Mul64(x^sum, n)
+			sum += a[i]
 		}
-		i, _ := bits.Mul64(y, n)
-		sum += a[i]
+	} else {
+		for range b.N {
+			x ^= x << 13
+			x ^= x >> 7
+			x ^= x << 17
+			i, _ := bits.Mul64(x, n)
+			sum += a[i]
+		}
 	}
 	c.stop()
 	sink += sum
