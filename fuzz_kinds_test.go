@@ -3,8 +3,8 @@ package bloom_test
 import (
 	"bytes"
 	"encoding/binary"
-	"hash/crc32"
 	"errors"
+	"hash/crc32"
 	"os"
 	"path/filepath"
 	"testing"
