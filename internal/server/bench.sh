@@ -36,7 +36,7 @@ go build -o "$tmp/bloomd" ./cmd/bloomd
 redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --save "" --appendonly no --daemonize no \
   --dir "$tmp" --loglevel warning >"$tmp/redis.log" 2>&1 &
 pids+=($!)
-"$tmp/bloomd" --port "$BLOOMD_PORT" --loglevel warning >"$tmp/bloomd.log" 2>&1 &
+"$tmp/bloomd" --port "$BLOOMD_PORT" --loglevel warning ${BLOOMD_ARGS:-} >"$tmp/bloomd.log" 2>&1 &
 pids+=($!)
 for port in "$REDIS_PORT" "$BLOOMD_PORT"; do
   for _ in $(seq 100); do

@@ -147,7 +147,7 @@ var defaultInsert = insertOpts{capacity: redisbloom.DefaultCapacity, errorRate: 
 // multi selects an array reply.
 func (c *Conn) bfAdd(args [][]byte, key []byte, items [][]byte, opts *insertOpts, multi bool) {
 	for {
-		if e := c.srv.ks.get(key); e != nil {
+		if e := c.entry(key); e != nil {
 			bv, ok := e.val.(*bloomValue)
 			if !ok {
 				c.w.Error(errWrongType)
@@ -425,7 +425,7 @@ func bfInsertCmd(c *Conn, args [][]byte) {
 // bloomAt returns the filter at key for a read-only command. missing reports an absent key;
 // wrongType a key of another type (for which it has already replied WRONGTYPE if reply is set).
 func (c *Conn) bloomAt(key []byte) (bv *bloomValue, missing, wrongType bool) {
-	e := c.srv.ks.get(key)
+	e := c.entry(key)
 	if e == nil {
 		return nil, true, false
 	}

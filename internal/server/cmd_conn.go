@@ -303,6 +303,7 @@ func clientListCmd(c *Conn, args [][]byte) {
 			return
 		}
 	}
+	c.publish() // so that this connection's line shows this command
 	var sb strings.Builder
 	now := time.Now()
 	for _, o := range c.srv.clientList() {
@@ -313,7 +314,10 @@ func clientListCmd(c *Conn, args [][]byte) {
 	c.w.Verbatim(sb.String())
 }
 
-func clientInfoCmd(c *Conn, args [][]byte) { c.w.Verbatim(c.info(time.Now())) }
+func clientInfoCmd(c *Conn, args [][]byte) {
+	c.publish()
+	c.w.Verbatim(c.info(time.Now()))
+}
 
 // clientKillCmd implements CLIENT KILL addr (the old form) and CLIENT KILL with filters
 // (ID, ADDR, LADDR, USER, TYPE, SKIPME, MAXAGE).

@@ -122,6 +122,7 @@ func (s *Server) appendInfo(b []byte, sec string, c *Conn) []byte {
 			b = field(b, "aof_rewrite_in_progress", 0)
 		}
 	case "stats":
+		c.publish()
 		cmds := s.stats.commands.Load()
 		for _, o := range s.clientList() {
 			cmds += o.ncmds.Load()

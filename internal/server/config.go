@@ -36,6 +36,10 @@ type Config struct {
 	Journal Journal `json:"-"`
 	// Logger, if not nil, is used instead of one made from LogLevel and LogFile.
 	Logger *slog.Logger `json:"-"`
+	// EventLoops (io-threads) is the number of event loops that serve plain TCP connections
+	// on Linux: 0 means one per core but one (GOMAXPROCS-1, at least 1), -1 means none (a
+	// goroutine per connection, as TLS connections and other systems always have).
+	EventLoops int
 }
 
 // DefaultConfig returns the settings bloomd starts with.
@@ -111,6 +115,7 @@ var params = []param{
 		c.ProtoMaxBulkLen = n
 		return nil
 	}},
+	{"io-threads", false, func(c *Config) string { return strconv.Itoa(c.EventLoops) }, intParam(func(c *Config) *int { return &c.EventLoops }, -1, 128)},
 	// Fixed values that tools read (redis-benchmark asks for save and appendonly).
 	{"databases", false, func(*Config) string { return "1" }, fixedParam("1")},
 	{"save", false, func(*Config) string { return "" }, fixedParam("")},

@@ -27,14 +27,25 @@ const (
 	errNotInt    = "ERR value is not an integer or out of range"
 )
 
-// A Conn is one client connection. Its command handlers run on the connection's own goroutine;
-// the fields that other connections read (CLIENT LIST, CLIENT KILL) are atomic or under infoMu.
+// A Conn is one client connection. It is served either by its own goroutine (TLS, and systems
+// without epoll) or by an event loop (plain TCP on Linux), which serves many; either way one
+// goroutine at a time runs its commands. The fields that other connections read (CLIENT LIST,
+// CLIENT KILL) are atomic or under infoMu.
 type Conn struct {
-	srv  *Server
-	nc   net.Conn // nil for the internal client of Server.Exec
-	rd   *resp.Reader
-	w    *resp.Writer
-	slot *slot
+	srv *Server
+	nc  net.Conn // the goroutine's connection; nil in an event loop and for Server.Exec
+	rd  *resp.Reader
+	w   *resp.Writer
+	gs  *gateState // the connection's own, or its event loop's
+
+	// Served by an event loop (see loop_linux.go).
+	lp       *loop
+	fd       int
+	out      []byte // replies the socket did not take yet; no more commands run until it does
+	closing  bool   // close once out is written
+	deadline int64  // unix ms after which an idle connection is closed; 0 for none
+	fdMu     sync.Mutex
+	fdClosed bool // under fdMu: the loop closed fd, which kill must not touch
 
 	id          int64
 	addr, laddr string
@@ -44,12 +55,20 @@ type Conn struct {
 	multi       *multiState  // non-nil between MULTI and EXEC/DISCARD
 	multiWrites int          // inside EXEC: 1 before the first journaled write, 2 after
 	inExclusive bool         // running alone: inside an exclusive command or runExclusive
-	entered     bool         // inside the gate: from the batch's first command to its flush
 	wait        func() error // the journal's wait for this batch's latest write
 	quit        bool         // close once the replies are flushed
 
 	lastCmd *Command // the previous command, to skip the table lookup in a stream of one command
 	scratch []int8   // per-item results of BF.MADD and friends
+
+	// The entry last looked up, valid while the keyspace's removal count is gen (see entry).
+	cacheKey []byte
+	cacheEnt *entry
+	cacheGen uint64
+
+	// Counted per command, published (atomically, for CLIENT LIST and INFO) once per batch.
+	lastRun     *Command
+	pendingCmds int64
 
 	ncmds      atomic.Int64
 	lastActive atomic.Int64 // unix ms
@@ -61,17 +80,17 @@ type Conn struct {
 	name, libName, libVer string
 }
 
+// A gateState is a goroutine's place in the server's gate: a connection's goroutine or an event
+// loop has one.
+type gateState struct {
+	slot    *slot
+	entered bool // from the first command of a batch (or loop iteration) until before it blocks
+}
+
+// newConn returns a connection served by its own goroutine reading nc (nil for Server.Exec).
 func (s *Server) newConn(nc net.Conn) *Conn {
-	c := &Conn{srv: s, nc: nc, id: s.nextID.Add(1), created: time.Now()}
-	c.rd = resp.NewReader(nc)
-	c.rd.Limits.MaxBulk = int(s.maxBulk.Load())
-	c.w = resp.NewWriter(nc)
-	c.w.Proto = 2
-	c.proto.Store(2)
-	c.slot = s.gate.register()
-	c.lastActive.Store(c.created.UnixMilli())
-	c.authed = *s.requirepass.Load() == ""
-	c.rd.Unauthenticated = !c.authed
+	c := s.initConn(&Conn{nc: nc}, nc)
+	c.gs = &gateState{slot: s.gate.register()}
 	c.rd.BeforeRead = c.beforeRead
 	if nc != nil {
 		c.addr, c.laddr = nc.RemoteAddr().String(), nc.LocalAddr().String()
@@ -80,13 +99,25 @@ func (s *Server) newConn(nc net.Conn) *Conn {
 	return c
 }
 
+func (s *Server) initConn(c *Conn, src io.Reader) *Conn {
+	c.srv, c.id, c.created = s, s.nextID.Add(1), time.Now()
+	c.rd = resp.NewReader(src)
+	c.rd.Limits.MaxBulk = int(s.maxBulk.Load())
+	c.w = resp.NewWriter(c.nc)
+	c.w.Proto = 2
+	c.proto.Store(2)
+	c.lastActive.Store(c.created.UnixMilli())
+	c.authed = *s.requirepass.Load() == ""
+	c.rd.Unauthenticated = !c.authed
+	return c
+}
+
 // serve reads and runs commands until the client leaves, breaks the protocol, or is stopped.
 func (c *Conn) serve() {
 	defer c.close()
 	defer func() {
 		if r := recover(); r != nil {
-			c.srv.stats.panics.Add(1)
-			c.srv.log.Error("panic while serving a client; closing its connection", "client", c.addr, "panic", r, "stack", string(debug.Stack()))
+			c.srv.recovered(c, r)
 		}
 	}()
 	for {
@@ -148,8 +179,18 @@ func (c *Conn) readFailed(err error) {
 // flush waits for the journal to make this batch's writes durable, then writes the replies.
 // If the journal fails, the replies are dropped and the connection closed: a write is never
 // acknowledged unless it is durable.
+// publish makes the batch's statistics visible to other connections.
+func (c *Conn) publish() {
+	if c.pendingCmds > 0 {
+		c.ncmds.Add(c.pendingCmds)
+		c.cur.Store(c.lastRun)
+		c.pendingCmds = 0
+	}
+}
+
 func (c *Conn) flush() error {
 	c.leaveGate()
+	c.publish()
 	if c.wait != nil {
 		w := c.wait
 		c.wait = nil
@@ -170,11 +211,12 @@ func (c *Conn) flush() error {
 
 func (c *Conn) close() {
 	c.leaveGate()
+	c.publish()
 	if c.nc != nil {
 		c.nc.Close()
 		c.srv.removeConn(c)
 	}
-	c.srv.gate.unregister(c.slot)
+	c.srv.gate.unregister(c.gs.slot)
 }
 
 // drainWindow is how long a stopping connection waits for more commands: those that the client
@@ -184,11 +226,46 @@ const drainWindow = 100 * time.Millisecond
 // stop asks the connection to answer what its client has sent and close.
 func (c *Conn) stop() {
 	c.stopping.Store(true)
+	if c.lp != nil {
+		c.lp.stop()
+		return
+	}
 	c.nc.SetReadDeadline(time.Now().Add(drainWindow))
 }
 
-// kill closes the connection at once.
-func (c *Conn) kill() { c.nc.Close() }
+// kill closes the connection at once. For a connection in an event loop it shuts the socket
+// down, which the loop sees and closes it.
+func (c *Conn) kill() {
+	if c.lp == nil {
+		c.nc.Close()
+		return
+	}
+	c.fdMu.Lock()
+	if !c.fdClosed {
+		shutdownFD(c.fd)
+	}
+	c.fdMu.Unlock()
+}
+
+// entry returns the live entry for key, as keyspace.get does, remembering the last one: a
+// connection that works on one filter finds it without hashing, locking or a map lookup. The
+// memory is valid while no key has been removed since (removals count in keyspace.gen, and
+// happen only while no command runs).
+func (c *Conn) entry(key []byte) *entry {
+	ks := c.srv.ks
+	gen := ks.gen.Load()
+	if e := c.cacheEnt; e != nil && gen == c.cacheGen && string(key) == string(c.cacheKey) {
+		if e.expire.Load() == 0 || !ks.expired(e, -1) {
+			return e
+		}
+	}
+	e := ks.get(key)
+	if e != nil && len(key) <= 256 {
+		c.cacheKey = append(c.cacheKey[:0], key...)
+		c.cacheEnt, c.cacheGen = e, gen
+	}
+	return e
+}
 
 // lookup finds the command for name, trying the previous command first.
 func (c *Conn) lookup(name []byte) *Command {
@@ -266,8 +343,8 @@ func (c *Conn) call(cmd *Command, args [][]byte) {
 			return
 		}
 	}
-	c.cur.Store(cmd)
-	c.ncmds.Add(1)
+	c.lastRun = cmd
+	c.pendingCmds++
 	switch {
 	case c.inExclusive:
 		cmd.Handler(c, args)
@@ -282,16 +359,16 @@ func (c *Conn) call(cmd *Command, args [][]byte) {
 // enterGate marks the connection as running commands, so that removals of keys wait for it. A
 // connection enters once per pipelined batch and leaves before it flushes or reads.
 func (c *Conn) enterGate() {
-	if !c.entered {
-		c.srv.gate.enter(c.slot)
-		c.entered = true
+	if !c.gs.entered {
+		c.srv.gate.enter(c.gs.slot)
+		c.gs.entered = true
 	}
 }
 
 func (c *Conn) leaveGate() {
-	if c.entered {
-		c.srv.gate.exit(c.slot)
-		c.entered = false
+	if c.gs.entered {
+		c.srv.gate.exit(c.gs.slot)
+		c.gs.entered = false
 	}
 }
 
@@ -303,7 +380,7 @@ func (c *Conn) runExclusive(fn func()) {
 		fn()
 		return
 	}
-	was := c.entered
+	was := c.gs.entered
 	c.leaveGate()
 	c.srv.gate.exclusive(func() {
 		c.inExclusive = true
@@ -313,6 +390,13 @@ func (c *Conn) runExclusive(fn func()) {
 	if was {
 		c.enterGate()
 	}
+}
+
+// recovered logs a panic caught while serving c, which is then closed. It is the last line of
+// defence: the server keeps serving the other connections.
+func (s *Server) recovered(c *Conn, r any) {
+	s.stats.panics.Add(1)
+	s.log.Error("panic while serving a client; closing its connection", "client", c.addr, "panic", r, "stack", string(debug.Stack()))
 }
 
 func arityError(name string) string {

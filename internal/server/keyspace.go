@@ -25,6 +25,7 @@ type keyspace struct {
 	seed   maphash.Seed
 	shards [numShards]shard
 	used   atomic.Int64 // charged bytes of every key and value
+	gen    atomic.Uint64 // number of removals, for connections' memory of their last entry
 
 	// loading suspends expiry while a journal is replayed (see Server.SetLoading).
 	loading atomic.Bool
@@ -135,6 +136,7 @@ func (ks *keyspace) removeLocked(sh *shard, e *entry) {
 	if ks.exclusive != nil && !ks.exclusive() {
 		panic("server: a key removed while other commands may be using it")
 	}
+	ks.gen.Add(1)
 	delete(sh.m, e.key)
 	delete(sh.vol, e)
 	ks.used.Add(-e.mem.Load() - valueMem(e.val))

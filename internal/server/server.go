@@ -47,6 +47,8 @@ type Server struct {
 	stats struct {
 		conns, rejected, commands, expired, oom, panics atomic.Int64
 	}
+	loops    []*loop       // event loops for plain TCP connections (Linux)
+	nextLoop atomic.Uint32 // round robin over loops
 	started  time.Time
 	done     chan struct{}
 	internal *Conn          // the client of Exec
@@ -84,6 +86,11 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.ks.exclusive = s.gate.excl.Load
 	registerCommands(s.mux)
+	if loopsSupported {
+		if err := s.startLoops(cfg.EventLoops); err != nil {
+			return nil, fmt.Errorf("server: event loops: %w", err)
+		}
+	}
 	s.wg.Add(1)
 	go s.cron()
 	return s, nil
@@ -302,6 +309,20 @@ func (s *Server) accept(nc net.Conn) {
 		tc.SetNoDelay(true)
 		tc.SetKeepAlive(true)
 		tc.SetKeepAlivePeriod(300 * time.Second)
+		if len(s.loops) > 0 {
+			addr, laddr := tc.RemoteAddr().String(), tc.LocalAddr().String()
+			fd, err := adopt(tc)
+			if err != nil {
+				s.log.Warn("cannot take over a new connection; closing it", "client", addr, "err", err)
+				tc.Close()
+				s.clients.Add(-1)
+				s.wg.Done()
+				return
+			}
+			lp := s.loops[s.nextLoop.Add(1)%uint32(len(s.loops))]
+			lp.add(s.newLoopConn(lp, fd, addr, laddr))
+			return
+		}
 	}
 	c := s.newConn(nc)
 	go func() {
@@ -331,6 +352,9 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		c.stop()
 	}
 	s.connsMu.Unlock()
+	for _, lp := range s.loops {
+		lp.stop()
+	}
 	finished := make(chan struct{})
 	go func() { s.wg.Wait(); close(finished) }()
 	select {

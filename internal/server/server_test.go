@@ -359,3 +359,29 @@ func TestPortInUse(t *testing.T) {
 		t.Fatalf("Listen on a taken port: %v", err)
 	}
 }
+
+// TestEntryMemory checks that a connection's memory of its last entry never outlives the entry:
+// another client deletes and re-creates the key, or the key expires.
+func TestEntryMemory(t *testing.T) {
+	s := startServer(t, nil)
+	a, b := dial(t, s.addr()), dial(t, s.addr())
+	a.do("BF.RESERVE", "k", "0.01", "100")
+	a.do("BF.ADD", "k", "x")
+	b.do("DEL", "k")
+	b.do("BF.RESERVE", "k", "0.1", "7")
+	if v := a.do("BF.INFO", "k", "CAPACITY"); v.Elems[0].Int != 7 {
+		t.Fatalf("after another client re-created k: %v", v)
+	}
+	if v := a.do("BF.EXISTS", "k", "x"); v.Int != 0 {
+		t.Fatal("x found in the re-created filter")
+	}
+	a.do("BF.ADD", "k", "y")
+	b.do("PEXPIRE", "k", "1")
+	time.Sleep(5 * time.Millisecond)
+	if v := a.do("BF.EXISTS", "k", "y"); v.Int != 0 {
+		t.Fatal("y found in an expired filter")
+	}
+	if v := a.do("BF.CARD", "k"); v.Int != 0 {
+		t.Fatalf("BF.CARD of an expired filter: %v", v)
+	}
+}

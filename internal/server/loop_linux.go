@@ -1,0 +1,543 @@
+//go:build linux
+
+package server
+
+import (
+	"errors"
+	"net"
+	"os"
+	"runtime"
+	"sync"
+	"syscall"
+	"time"
+	"unsafe"
+
+	"github.com/bloomd/bloom/internal/resp"
+)
+
+// A loop serves many plain-TCP connections from one goroutine, as Redis does: it waits for
+// readable sockets with epoll, reads each once, runs every complete request in its buffer, makes
+// the iteration's journal records durable with one wait, and writes each connection's replies
+// with one write. Compared with a goroutine per connection this saves, per request, the read that
+// finds nothing before the goroutine parks, and the scheduler's wake-ups; bloomd runs one loop
+// per core.
+type loop struct {
+	srv    *Server
+	epfd   int
+	epf    *os.File        // epfd in the Go runtime's poller: the loop parks there when idle
+	rc     syscall.RawConn // of epf
+	efd    int // eventfd that wakes the loop for new connections and shutdown
+	gs     gateState
+	events []syscall.EpollEvent
+	conns  map[int]*Conn
+	dirty  []*Conn      // connections with replies to write this iteration
+	wait   func() error // the latest journal wait of this iteration
+
+	mu       sync.Mutex
+	incoming []*Conn
+	stopping bool
+	stopSeen bool // loop goroutine only
+
+	hasDeadline bool // a read deadline is set on epf
+}
+
+// loopsSupported reports whether this system has event loops.
+const loopsSupported = true
+
+func newLoop(s *Server) (*loop, error) {
+	epfd, err := syscall.EpollCreate1(syscall.EPOLL_CLOEXEC)
+	if err != nil {
+		return nil, err
+	}
+	r, _, errno := syscall.Syscall(syscall.SYS_EVENTFD2, 0, syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
+	if errno != 0 {
+		syscall.Close(epfd)
+		return nil, errno
+	}
+	efd := int(r)
+	if err := syscall.EpollCtl(epfd, syscall.EPOLL_CTL_ADD, efd, &syscall.EpollEvent{Events: syscall.EPOLLIN, Fd: int32(efd)}); err != nil {
+		syscall.Close(epfd)
+		syscall.Close(efd)
+		return nil, err
+	}
+	// The loop never blocks in epoll_wait: a goroutine blocked in a system call makes the
+	// runtime hand its core to another thread and wake it back, two context switches per
+	// wait. Instead the epoll descriptor itself (readable when it has events) goes into the
+	// runtime's poller, where an idle loop parks like any goroutine waiting for a socket.
+	if err := syscall.SetNonblock(epfd, true); err != nil {
+		syscall.Close(epfd)
+		syscall.Close(efd)
+		return nil, err
+	}
+	epf := os.NewFile(uintptr(epfd), "epoll")
+	rc, err := epf.SyscallConn()
+	if err != nil {
+		epf.Close()
+		syscall.Close(efd)
+		return nil, err
+	}
+	return &loop{srv: s, epfd: epfd, epf: epf, rc: rc, efd: efd, gs: gateState{slot: s.gate.register()},
+		events: make([]syscall.EpollEvent, 256), conns: make(map[int]*Conn)}, nil
+}
+
+// poll returns the ready events, parking in the runtime's poller until there are some, or until
+// the deadline when the loop has idle connections to time out.
+func (lp *loop) poll() (int, error) {
+	switch {
+	case lp.srv.timeout.Load() > 0 || lp.stopSeen:
+		lp.epf.SetReadDeadline(time.Now().Add(100 * time.Millisecond))
+		lp.hasDeadline = true
+	case lp.hasDeadline:
+		lp.epf.SetReadDeadline(time.Time{})
+		lp.hasDeadline = false
+	}
+	n := 0
+	var perr error
+	err := lp.rc.Read(func(fd uintptr) bool {
+		n, perr = rawEpollWait(int(fd), lp.events)
+		if perr == syscall.EINTR {
+			n, perr = 0, nil
+		}
+		return n > 0 || perr != nil
+	})
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		return 0, nil
+	}
+	if err == nil {
+		err = perr
+	}
+	return n, err
+}
+
+// wake makes epoll_wait return.
+func (lp *loop) wake() {
+	one := [8]byte{1}
+	syscall.Write(lp.efd, one[:])
+}
+
+// stop makes the loop answer what its clients have sent, close them, and return.
+func (lp *loop) stop() {
+	lp.mu.Lock()
+	lp.stopping = true
+	lp.mu.Unlock()
+	lp.wake()
+}
+
+// add hands a connection to the loop.
+func (lp *loop) add(c *Conn) {
+	lp.mu.Lock()
+	lp.incoming = append(lp.incoming, c)
+	lp.mu.Unlock()
+	lp.wake()
+}
+
+// adopt takes a connection from the Go runtime: it duplicates the socket (the duplicate is not
+// in the runtime's poller) and closes the original.
+func adopt(tc *net.TCPConn) (int, error) {
+	raw, err := tc.SyscallConn()
+	if err != nil {
+		return -1, err
+	}
+	fd := -1
+	var dupErr error
+	if err := raw.Control(func(orig uintptr) {
+		r, _, errno := syscall.Syscall(syscall.SYS_FCNTL, orig, syscall.F_DUPFD_CLOEXEC, 0)
+		if errno != 0 {
+			dupErr = errno
+			return
+		}
+		fd = int(r)
+	}); err != nil {
+		return -1, err
+	}
+	if dupErr != nil {
+		return -1, dupErr
+	}
+	tc.Close()
+	if err := syscall.SetNonblock(fd, true); err != nil {
+		syscall.Close(fd)
+		return -1, err
+	}
+	return fd, nil
+}
+
+func shutdownFD(fd int) { syscall.Shutdown(fd, syscall.SHUT_RDWR) }
+
+// fdReader reads a non-blocking socket for a resp.Reader.
+type fdReader struct{ fd int }
+
+func (r fdReader) Read(p []byte) (int, error) {
+	for {
+		n, err := rawRead(r.fd, p)
+		switch {
+		case err == syscall.EINTR:
+			continue
+		case err == syscall.EAGAIN:
+			return 0, resp.ErrWouldBlock
+		case err != nil:
+			return 0, err
+		case n == 0:
+			return 0, errEOF
+		}
+		return n, nil
+	}
+}
+
+var errEOF = errors.New("EOF")
+
+// newLoopConn makes the connection for an adopted socket.
+func (s *Server) newLoopConn(lp *loop, fd int, addr, laddr string) *Conn {
+	c := s.initConn(&Conn{lp: lp, fd: fd, gs: &lp.gs}, fdReader{fd})
+	c.addr, c.laddr = addr, laddr
+	s.addConn(c)
+	return c
+}
+
+// run serves until stop, then until its last connection is closed.
+func (lp *loop) run() {
+	defer lp.srv.wg.Done()
+	defer lp.srv.gate.unregister(lp.gs.slot)
+	defer lp.epf.Close()
+	defer syscall.Close(lp.efd)
+	for {
+		n, err := lp.poll()
+		if err != nil {
+			lp.srv.log.Error("epoll_wait failed; the event loop stops", "err", err)
+			for _, c := range lp.conns {
+				lp.close(c)
+			}
+			return
+		}
+		now := time.Now()
+		for i := range max(n, 0) {
+			ev := &lp.events[i]
+			fd := int(ev.Fd)
+			if fd == lp.efd {
+				lp.control(now)
+				continue
+			}
+			c := lp.conns[fd]
+			if c == nil {
+				continue
+			}
+			if ev.Events&syscall.EPOLLOUT != 0 && len(c.out) > 0 {
+				lp.writeOut(c)
+			}
+			if ev.Events&(syscall.EPOLLIN|syscall.EPOLLHUP|syscall.EPOLLERR) != 0 && len(c.out) == 0 && !c.closing {
+				lp.readable(c, now)
+			}
+		}
+		lp.finish()
+		if lp.stopSeen || lp.srv.timeout.Load() > 0 {
+			lp.expire(now)
+			if lp.stopSeen && len(lp.conns) == 0 {
+				return
+			}
+		}
+	}
+}
+
+// control takes new connections and notices a stop.
+func (lp *loop) control(now time.Time) {
+	var buf [8]byte
+	syscall.Read(lp.efd, buf[:])
+	lp.mu.Lock()
+	in := lp.incoming
+	lp.incoming = nil
+	stopping := lp.stopping
+	lp.mu.Unlock()
+	for _, c := range in {
+		ev := syscall.EpollEvent{Events: syscall.EPOLLIN | syscall.EPOLLRDHUP, Fd: int32(c.fd)}
+		if err := syscall.EpollCtl(lp.epfd, syscall.EPOLL_CTL_ADD, c.fd, &ev); err != nil {
+			lp.srv.log.Warn("cannot watch a new connection; closing it", "client", c.addr, "err", err)
+			lp.conns[c.fd] = c
+			lp.close(c)
+			continue
+		}
+		lp.conns[c.fd] = c
+		lp.touch(c, now)
+	}
+	if stopping && !lp.stopSeen {
+		lp.stopSeen = true
+		for _, c := range lp.conns {
+			c.stopping.Store(true)
+			c.deadline = now.Add(drainWindow).UnixMilli()
+		}
+	}
+}
+
+// touch records activity and sets the connection's idle deadline.
+func (lp *loop) touch(c *Conn, now time.Time) {
+	c.lastActive.Store(now.UnixMilli())
+	switch t := lp.srv.timeout.Load(); {
+	case lp.stopSeen:
+		c.deadline = now.Add(drainWindow).UnixMilli()
+	case t > 0:
+		c.deadline = now.Add(time.Duration(t)).UnixMilli()
+	default:
+		c.deadline = 0
+	}
+}
+
+// expire closes connections idle past their deadline.
+func (lp *loop) expire(now time.Time) {
+	ms := now.UnixMilli()
+	for _, c := range lp.conns {
+		if c.deadline != 0 && ms > c.deadline && len(c.out) == 0 {
+			if !lp.stopSeen {
+				lp.srv.log.Debug("closing idle client", "client", c.addr)
+			}
+			lp.close(c)
+		}
+	}
+}
+
+// readable reads once from c and runs the requests that completed.
+func (lp *loop) readable(c *Conn, now time.Time) {
+	switch err := c.rd.Fill(); {
+	case err == nil:
+	case err == resp.ErrWouldBlock:
+		return
+	default:
+		// The client closed its side, or the socket failed (or was shut down by CLIENT
+		// KILL): replies to what it sent before have been written.
+		lp.close(c)
+		return
+	}
+	lp.touch(c, now)
+	lp.process(c)
+}
+
+// process runs the complete requests in c's buffer, until it is empty, a reply could not be
+// written whole (c.out), or the connection is closing.
+func (lp *loop) process(c *Conn) {
+	defer func() {
+		if r := recover(); r != nil {
+			lp.srv.recovered(c, r)
+			c.closing = true
+			lp.markDirty(c)
+		}
+	}()
+	for len(c.out) == 0 && !c.closing {
+		args, err := c.rd.ReadBuffered()
+		if err != nil {
+			var pe *resp.ProtocolError
+			if errors.As(err, &pe) {
+				c.w.Error("ERR " + pe.Msg)
+				lp.srv.log.Debug("protocol error; closing client", "client", c.addr, "err", pe.Msg)
+			}
+			c.closing = true
+			break
+		}
+		if args == nil {
+			break
+		}
+		c.execute(args)
+		if c.quit {
+			c.closing = true
+		}
+		if c.wait != nil {
+			lp.wait = c.wait
+			c.wait = nil
+		}
+		if c.w.Buffered() >= flushAt {
+			// A large reply: write it now (after the journal), rather than grow the buffer.
+			if !lp.waitJournal() {
+				return
+			}
+			lp.write(c)
+		}
+	}
+	lp.markDirty(c)
+}
+
+func (lp *loop) markDirty(c *Conn) {
+	if c.w.Buffered() > 0 || c.closing {
+		lp.dirty = append(lp.dirty, c)
+	}
+}
+
+// waitJournal makes this iteration's journal records durable, outside the gate. If the journal
+// fails, every connection with replies waiting is closed without them.
+func (lp *loop) waitJournal() bool {
+	if lp.wait == nil {
+		return true
+	}
+	w := lp.wait
+	lp.wait = nil
+	if lp.gs.entered {
+		lp.srv.gate.exit(lp.gs.slot)
+		lp.gs.entered = false
+	}
+	if err := w(); err != nil {
+		lp.srv.log.Error("journal failed; closing clients without acknowledging their writes", "err", err)
+		for _, c := range lp.dirty {
+			c.w.Clear()
+			lp.close(c)
+		}
+		lp.dirty = lp.dirty[:0]
+		return false
+	}
+	return true
+}
+
+// finish ends an iteration: leave the gate, wait for the journal, write every reply.
+func (lp *loop) finish() {
+	if lp.gs.entered {
+		lp.srv.gate.exit(lp.gs.slot)
+		lp.gs.entered = false
+	}
+	if !lp.waitJournal() {
+		return
+	}
+	for _, c := range lp.dirty {
+		if lp.conns[c.fd] != c {
+			continue // closed meanwhile
+		}
+		c.publish()
+		lp.write(c)
+		if c.closing && len(c.out) == 0 {
+			lp.close(c)
+		}
+	}
+	clear(lp.dirty)
+	lp.dirty = lp.dirty[:0]
+}
+
+// write writes c's buffered replies; what the socket does not take waits in c.out for EPOLLOUT.
+func (lp *loop) write(c *Conn) {
+	b := c.w.Bytes()
+	if len(b) == 0 {
+		return
+	}
+	if len(c.out) > 0 {
+		c.out = append(c.out, b...)
+		c.w.Clear()
+		return
+	}
+	n, err := writeFD(c.fd, b)
+	if err != nil {
+		c.w.Clear()
+		lp.close(c)
+		return
+	}
+	if n < len(b) {
+		// Until the socket takes it all, watch for writability only: no new requests run.
+		c.out = append(c.out[:0], b[n:]...)
+		lp.watch(c, syscall.EPOLLOUT)
+	}
+	c.w.Clear()
+}
+
+// writeOut writes pending output when the socket can take more; once it is all written, the
+// requests already buffered run.
+func (lp *loop) writeOut(c *Conn) {
+	n, err := writeFD(c.fd, c.out)
+	if err != nil {
+		lp.close(c)
+		return
+	}
+	c.out = c.out[n:]
+	if len(c.out) > 0 {
+		return
+	}
+	c.out = nil
+	lp.watch(c, syscall.EPOLLIN|syscall.EPOLLRDHUP)
+	if c.closing {
+		lp.close(c)
+		return
+	}
+	lp.process(c)
+}
+
+// The loop's sockets are non-blocking, so their system calls return at once: they are made raw,
+// without telling the scheduler (which would otherwise prepare to hand the core away).
+
+func rawRead(fd int, p []byte) (int, error) {
+	if len(p) == 0 {
+		return 0, nil
+	}
+	n, _, e := syscall.RawSyscall(syscall.SYS_READ, uintptr(fd), uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)))
+	if e != 0 {
+		return 0, e
+	}
+	return int(n), nil
+}
+
+func rawWrite(fd int, p []byte) (int, error) {
+	n, _, e := syscall.RawSyscall(syscall.SYS_WRITE, uintptr(fd), uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)))
+	if e != 0 {
+		return 0, e
+	}
+	return int(n), nil
+}
+
+func rawEpollWait(epfd int, events []syscall.EpollEvent) (int, error) {
+	n, _, e := syscall.RawSyscall6(syscall.SYS_EPOLL_PWAIT, uintptr(epfd), uintptr(unsafe.Pointer(&events[0])), uintptr(len(events)), 0, 0, 0)
+	if e != 0 {
+		return 0, e
+	}
+	return int(n), nil
+}
+
+func writeFD(fd int, b []byte) (int, error) {
+	total := 0
+	for total < len(b) {
+		n, err := rawWrite(fd, b[total:])
+		switch {
+		case err == syscall.EINTR:
+			continue
+		case err == syscall.EAGAIN:
+			return total, nil
+		case err != nil:
+			return total, err
+		}
+		total += n
+	}
+	return total, nil
+}
+
+func (lp *loop) watch(c *Conn, events uint32) {
+	ev := syscall.EpollEvent{Events: events, Fd: int32(c.fd)}
+	if err := syscall.EpollCtl(lp.epfd, syscall.EPOLL_CTL_MOD, c.fd, &ev); err != nil {
+		lp.close(c)
+	}
+}
+
+// close closes a connection of the loop.
+func (lp *loop) close(c *Conn) {
+	if lp.conns[c.fd] != c {
+		return
+	}
+	c.publish()
+	delete(lp.conns, c.fd)
+	c.fdMu.Lock()
+	c.fdClosed = true
+	syscall.Close(c.fd) // also removes it from epoll
+	c.fdMu.Unlock()
+	c.srv.removeConn(c)
+	c.srv.clients.Add(-1)
+	c.srv.wg.Done()
+}
+
+// startLoops starts one event loop per core, unless cfg asks for none.
+func (s *Server) startLoops(n int) error {
+	if n < 0 {
+		return nil
+	}
+	if n == 0 {
+		// One loop per core, but one core is left for the rest: the runtime, the journal,
+		// and on small machines the clients (as Redis advises for its io-threads).
+		n = max(runtime.GOMAXPROCS(0)-1, 1)
+	}
+	for range n {
+		lp, err := newLoop(s)
+		if err != nil {
+			return err
+		}
+		s.loops = append(s.loops, lp)
+		s.wg.Add(1)
+		go lp.run()
+	}
+	return nil
+}

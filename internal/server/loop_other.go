@@ -1,0 +1,20 @@
+//go:build !linux
+
+package server
+
+import (
+	"errors"
+	"net"
+)
+
+// Without epoll every connection has its own goroutine.
+const loopsSupported = false
+
+type loop struct{ gs gateState }
+
+func (lp *loop) stop()                                                   {}
+func (lp *loop) add(*Conn)                                               {}
+func (s *Server) startLoops(int) error                                   { return nil }
+func shutdownFD(int)                                                     {}
+func adopt(*net.TCPConn) (int, error)                                    { return -1, errors.New("server: no event loops here") }
+func (s *Server) newLoopConn(lp *loop, fd int, addr, laddr string) *Conn { return nil }
