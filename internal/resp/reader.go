@@ -7,6 +7,11 @@ import (
 	"math"
 )
 
+// ErrWouldBlock is what a non-blocking source returns from Read when no data is available. The
+// Reader passes it on without keeping it: Fill returns it, and the Reader can be used again once
+// the source has data.
+var ErrWouldBlock = errors.New("resp: read would block")
+
 // ErrProtocol is the category of every *ProtocolError: errors.Is(err, ErrProtocol) reports
 // whether a read failed because of what the peer sent rather than because of the transport.
 var ErrProtocol = errors.New("resp: protocol error")
@@ -84,6 +89,8 @@ type Reader struct {
 	spans []int
 	args  [][]byte
 
+	noHook bool // Fill: read without calling BeforeRead
+
 	// The line that starts at scanLine has no terminator before scanTo: a slow client's next
 	// bytes are searched, not the whole line again.
 	scanLine, scanTo int
@@ -140,7 +147,7 @@ func (r *Reader) fill() error {
 	if r.err != nil {
 		return r.eof()
 	}
-	if r.BeforeRead != nil {
+	if r.BeforeRead != nil && !r.noHook {
 		if err := r.BeforeRead(); err != nil {
 			return err
 		}
@@ -170,6 +177,9 @@ func (r *Reader) fill() error {
 		return errors.New("resp: invalid count from Read")
 	}
 	r.end += n
+	if err == ErrWouldBlock && n == 0 {
+		return err
+	}
 	if err != nil {
 		r.err = err
 		if n == 0 {
@@ -242,6 +252,30 @@ func (r *Reader) line(p int, tooBig string) (line []byte, next int, ok bool, err
 	return r.buf[p : p+i], p + i + 2, true, nil
 }
 
+// Fill reads once from the source into the buffer, without calling BeforeRead: for event loops,
+// which read when the source is readable and then take the buffered requests with
+// ReadBuffered. It returns ErrWouldBlock (passed on from the source), io.EOF at the end of input
+// between requests, io.ErrUnexpectedEOF inside one, or the source's error.
+func (r *Reader) Fill() error {
+	r.noHook = true
+	defer func() { r.noHook = false }()
+	return r.fill()
+}
+
+// ReadBuffered returns the next request if the buffer holds all of it, and nil with a nil error
+// if it does not; it never reads from the source. Its results are those of ReadCommand.
+func (r *Reader) ReadBuffered() ([][]byte, error) {
+	for {
+		done, err := r.parseRequest()
+		if err != nil || !done {
+			return nil, err
+		}
+		if len(r.args) > 0 {
+			return r.args, nil
+		}
+	}
+}
+
 // ReadCommand reads the next request: an array of bulk strings, or an inline command (a line of
 // space-separated words, quoted like redis-cli's input). Empty requests (an empty line, "*0",
 // "*-1") are skipped. The returned slice and the byte slices in it are owned by the Reader and
@@ -277,6 +311,11 @@ func (r *Reader) parseRequest() (done bool, err error) {
 		if r.buf[r.start] != '*' {
 			return r.parseInline()
 		}
+		if n, next, ok := r.smallLen(r.start, '*'); ok && n > 0 && n <= r.maxElems() && (n <= UnauthMaxElems || !r.Unauthenticated) {
+			r.start = next
+			r.want, r.pos, r.spans = n, next, r.spans[:0]
+			return r.parseArgs()
+		}
 		line, next, ok, err := r.line(r.start+1, "too big mbulk count string")
 		if !ok {
 			return false, err
@@ -295,9 +334,22 @@ func (r *Reader) parseRequest() (done bool, err error) {
 		}
 		r.want, r.pos, r.spans = int(n), next, r.spans[:0]
 	}
+	return r.parseArgs()
+}
+
+// parseArgs parses the elements of the request whose header has been read.
+func (r *Reader) parseArgs() (done bool, err error) {
 	for len(r.spans) < 2*r.want {
 		if r.pos >= r.end {
 			return false, nil
+		}
+		if n, next, ok := r.smallLen(r.pos, '$'); ok && n <= r.maxBulk() {
+			// The usual case, a short argument whose header is in the buffer.
+			if end := next + n; end+2 <= r.end && r.buf[end] == '\r' && r.buf[end+1] == '\n' {
+				r.spans = append(r.spans, next, end)
+				r.pos = end + 2
+				continue
+			}
 		}
 		line, next, ok, err := r.line(r.pos+1, "too big bulk count string")
 		if !ok {
@@ -329,6 +381,24 @@ func (r *Reader) parseRequest() (done bool, err error) {
 	}
 	r.start, r.want = r.pos, -1
 	return true, nil
+}
+
+// smallLen parses a header "<kind><n>\r\n" at p with n below 10000, returning n and the offset
+// after the header; ok is false for anything else, which the general path then handles.
+func (r *Reader) smallLen(p int, kind byte) (n, next int, ok bool) {
+	b := r.buf[p:r.end]
+	if len(b) < 4 || b[0] != kind || b[1] < '0' || b[1] > '9' {
+		return 0, 0, false
+	}
+	n = int(b[1] - '0')
+	i := 2
+	for ; i < len(b) && i < 5 && b[i] >= '0' && b[i] <= '9'; i++ {
+		n = n*10 + int(b[i]-'0')
+	}
+	if i+1 >= len(b) || b[i] != '\r' || b[i+1] != '\n' || b[1] == '0' && i > 2 {
+		return 0, 0, false
+	}
+	return n, p + i + 2, true
 }
 
 // printable renders one byte of an error message; CR and LF would end the error line.

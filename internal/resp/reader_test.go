@@ -312,3 +312,66 @@ var posInf = math.Inf(1)
 type failWriter struct{ calls int }
 
 func (f *failWriter) Write(p []byte) (int, error) { f.calls++; return 0, errors.New("broken pipe") }
+
+// wouldBlock serves its parts one per Read, returning ErrWouldBlock between them.
+type wouldBlock struct {
+	parts []string
+	gap   bool
+}
+
+func (w *wouldBlock) Read(p []byte) (int, error) {
+	if w.gap = !w.gap; w.gap {
+		return 0, ErrWouldBlock
+	}
+	if len(w.parts) == 0 {
+		return 0, io.EOF
+	}
+	n := copy(p, w.parts[0])
+	w.parts[0] = w.parts[0][n:]
+	if w.parts[0] == "" {
+		w.parts = w.parts[1:]
+	}
+	return n, nil
+}
+
+// TestFillReadBuffered drives the Reader as an event loop does: Fill when readable, then every
+// buffered request, keeping a request split across reads.
+func TestFillReadBuffered(t *testing.T) {
+	src := &wouldBlock{parts: []string{"*2\r\n$4\r\nECHO\r\n$2\r\nhi\r\nPING\r\n*1\r\n$4\r\nPI", "NG\r\n"}}
+	r := NewReader(src)
+	r.BeforeRead = func() error { t.Fatal("Fill called BeforeRead"); return nil }
+	var got []string
+	var err error
+	for {
+		err = r.Fill()
+		if err == ErrWouldBlock {
+			continue
+		}
+		if err != nil {
+			break
+		}
+		for {
+			args, err := r.ReadBuffered()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if args == nil {
+				break
+			}
+			got = append(got, string(bytes.Join(args, []byte(" "))))
+		}
+	}
+	if err != io.EOF || fmt.Sprint(got) != "[ECHO hi PING PING]" {
+		t.Fatalf("got %q, %v", got, err)
+	}
+}
+
+// The fast path for short arguments keeps the limits.
+func TestSmallBulkLimit(t *testing.T) {
+	r := NewReader(strings.NewReader("*1\r\n$100\r\n" + strings.Repeat("x", 100) + "\r\n"))
+	r.Limits.MaxBulk = 64
+	var pe *ProtocolError
+	if _, err := r.ReadCommand(); !errors.As(err, &pe) || pe.Msg != "Protocol error: invalid bulk length" {
+		t.Fatalf("a 100-byte argument with MaxBulk 64: %v", err)
+	}
+}

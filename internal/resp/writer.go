@@ -56,6 +56,16 @@ func (w *Writer) Flush() error {
 	return err
 }
 
+// Clear discards the buffered output, as after writing it elsewhere, and gives back a buffer that
+// one large reply grew.
+func (w *Writer) Clear() {
+	if cap(w.buf) > keepBuf {
+		w.buf = nil
+	} else {
+		w.buf = w.buf[:0]
+	}
+}
+
 // Raw appends already encoded bytes.
 func (w *Writer) Raw(p []byte) { w.buf = append(w.buf, p...) }
 
