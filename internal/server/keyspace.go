@@ -24,7 +24,7 @@ const keyOverhead = 96
 type keyspace struct {
 	seed   maphash.Seed
 	shards [numShards]shard
-	used   atomic.Int64 // charged bytes of every key and value
+	used   atomic.Int64  // charged bytes of every key and value
 	gen    atomic.Uint64 // number of removals, for connections' memory of their last entry
 
 	// loading suspends expiry while a journal is replayed (see Server.SetLoading).

@@ -26,7 +26,7 @@ type loop struct {
 	epfd   int
 	epf    *os.File        // epfd in the Go runtime's poller: the loop parks there when idle
 	rc     syscall.RawConn // of epf
-	efd    int // eventfd that wakes the loop for new connections and shutdown
+	efd    int             // eventfd that wakes the loop for new connections and shutdown
 	gs     gateState
 	events []syscall.EpollEvent
 	conns  map[int]*Conn
