@@ -34,7 +34,9 @@ func bloomdOnly(b block) bool { return slices.Contains(b.notes, "bloomd-only") }
 // TestCommandTranscripts replays testdata/commands-*.txt, bloomd's own transcripts of the
 // commands besides BF.*, against bloomd, and every block not marked bloomd-only against a real
 // redis-server 7 as well, so that the expected replies are Redis's own.
-func TestCommandTranscripts(t *testing.T) {
+func TestCommandTranscripts(t *testing.T) { forEachIOMode(t, testCommandTranscripts) }
+
+func testCommandTranscripts(t *testing.T) {
 	files, err := filepath.Glob("testdata/commands-*.txt")
 	if err != nil || len(files) == 0 {
 		t.Fatal("no transcripts", err)

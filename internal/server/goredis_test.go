@@ -22,7 +22,9 @@ func goRedis(t *testing.T, addr string, proto int, password string) *redis.Clien
 // TestGoRedis drives bloomd through go-redis v9's BF* API, in RESP2 and RESP3, as an
 // application would: reserve, add, check, info, dump and restore, pipelines, transactions,
 // scans and expiry.
-func TestGoRedis(t *testing.T) {
+func TestGoRedis(t *testing.T) { forEachIOMode(t, testGoRedis) }
+
+func testGoRedis(t *testing.T) {
 	for _, proto := range []int{2, 3} {
 		t.Run(fmt.Sprintf("RESP%d", proto), func(t *testing.T) {
 			s := startServer(t, nil)

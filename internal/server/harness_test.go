@@ -40,6 +40,7 @@ func startServer(t testing.TB, mod func(*Config)) *Server {
 	t.Helper()
 	cfg := DefaultConfig()
 	cfg.Logger = discardLogger()
+	cfg.EventLoops = testLoops
 	if mod != nil {
 		mod(&cfg)
 	}
@@ -63,6 +64,26 @@ func startServer(t testing.TB, mod func(*Config)) *Server {
 		}
 	})
 	return s
+}
+
+// testLoops is the io-threads setting of the servers tests start; forEachIOMode runs a test with
+// event loops and with a goroutine per connection.
+var testLoops = 0
+
+func forEachIOMode(t *testing.T, test func(t *testing.T)) {
+	for _, m := range []struct {
+		name  string
+		loops int
+	}{{"loops", 0}, {"goroutines", -1}} {
+		if m.loops >= 0 && !loopsSupported {
+			continue
+		}
+		t.Run(m.name, func(t *testing.T) {
+			defer func(old int) { testLoops = old }(testLoops)
+			testLoops = m.loops
+			test(t)
+		})
+	}
 }
 
 func discardLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }

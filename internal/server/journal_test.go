@@ -260,7 +260,9 @@ func TestJournalExpiry(t *testing.T) {
 // checks the locking). Then it replays the journal: shared filters must have the same bits
 // (their counts may differ when two clients add one new item at once), private keys must be
 // identical.
-func TestConcurrentClients(t *testing.T) {
+func TestConcurrentClients(t *testing.T) { forEachIOMode(t, testConcurrentClients) }
+
+func testConcurrentClients(t *testing.T) {
 	j := &recordingJournal{}
 	s := startServer(t, func(c *Config) { c.Journal = j })
 	setup := dial(t, s.addr())

@@ -29,7 +29,9 @@ func readUntilClosed(t *testing.T, nc net.Conn) string {
 // TestMalformedInput sends broken protocol: each input must get Redis's protocol error (or
 // nothing, for input that ends mid-request) and a closed connection, while another client's
 // connection and data are unaffected.
-func TestMalformedInput(t *testing.T) {
+func TestMalformedInput(t *testing.T) { forEachIOMode(t, testMalformedInput) }
+
+func testMalformedInput(t *testing.T) {
 	s := startServer(t, nil)
 	bystander := dial(t, s.addr())
 	bystander.do("BF.MADD", "keep", "a", "b", "c")
@@ -94,7 +96,9 @@ func TestMalformedInput(t *testing.T) {
 
 // TestRandomInput throws random bytes, and random commands with random arguments, at the server
 // (bounded in count and time) and checks that it never panics and keeps serving.
-func TestRandomInput(t *testing.T) {
+func TestRandomInput(t *testing.T) { forEachIOMode(t, testRandomInput) }
+
+func testRandomInput(t *testing.T) {
 	s := startServer(t, nil)
 	bystander := dial(t, s.addr())
 	bystander.do("BF.RESERVE", "keep", "0.01", "1000")

@@ -49,7 +49,9 @@ func TestMaxClients(t *testing.T) {
 	}
 }
 
-func TestIdleTimeout(t *testing.T) {
+func TestIdleTimeout(t *testing.T) { forEachIOMode(t, testIdleTimeout) }
+
+func testIdleTimeout(t *testing.T) {
 	s := startServer(t, func(c *Config) { c.Timeout = 1 })
 	nc, err := net.Dial("tcp", s.addr())
 	if err != nil {
@@ -65,7 +67,9 @@ func TestIdleTimeout(t *testing.T) {
 	}
 }
 
-func TestClientCommands(t *testing.T) {
+func TestClientCommands(t *testing.T) { forEachIOMode(t, testClientCommands) }
+
+func testClientCommands(t *testing.T) {
 	s := startServer(t, nil)
 	a, b := dial(t, s.addr()), dial(t, s.addr())
 	a.do("CLIENT", "SETNAME", "alpha")
@@ -185,9 +189,12 @@ type countingConn struct {
 func (c *countingConn) Write(p []byte) (int, error) { c.writes.Add(1); return c.Conn.Write(p) }
 
 // TestGracefulShutdown checks that Shutdown answers every command already received.
-func TestGracefulShutdown(t *testing.T) {
+func TestGracefulShutdown(t *testing.T) { forEachIOMode(t, testGracefulShutdown) }
+
+func testGracefulShutdown(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.Logger = discardLogger()
+	cfg.EventLoops = testLoops
 	s, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -383,5 +390,64 @@ func TestEntryMemory(t *testing.T) {
 	}
 	if v := a.do("BF.CARD", "k"); v.Int != 0 {
 		t.Fatalf("BF.CARD of an expired filter: %v", v)
+	}
+}
+
+// TestLargeRepliesSlowReader pipelines BF.SCANDUMP of a 12 MB filter to a client that does not
+// read for a while: the server keeps the replies until the socket takes them, runs no further
+// commands for that client meanwhile, and serves other clients throughout.
+func TestLargeRepliesSlowReader(t *testing.T) { forEachIOMode(t, testLargeRepliesSlowReader) }
+
+func testLargeRepliesSlowReader(t *testing.T) {
+	s := startServer(t, nil)
+	c := dial(t, s.addr())
+	c.do("BF.RESERVE", "big", "0.01", "10000000", "NONSCALING")
+	c.do("BF.ADD", "big", "x")
+	var batch []byte
+	for range 4 {
+		batch = resp.AppendCommand(batch, []byte("BF.SCANDUMP"), []byte("big"), []byte("1"))
+	}
+	batch = resp.AppendCommand(batch, []byte("BF.EXISTS"), []byte("big"), []byte("x"))
+	c.nc.Write(batch)
+	other := dial(t, s.addr())
+	time.Sleep(200 * time.Millisecond)
+	if v := other.do("PING"); string(v.Str) != "PONG" {
+		t.Fatalf("another client during a slow read: %v", v)
+	}
+	var size int64
+	for range 4 {
+		_, v := c.read()
+		if len(v.Elems) != 2 || len(v.Elems[1].Str) < 11<<20 {
+			t.Fatalf("SCANDUMP reply: %d elements", len(v.Elems))
+		}
+		size = int64(len(v.Elems[1].Str))
+	}
+	if _, v := c.read(); v.Int != 1 {
+		t.Fatalf("BF.EXISTS after the dumps: %v", v)
+	}
+	t.Logf("4 chunks of %d bytes", size)
+}
+
+// failingJournal acknowledges nothing: every wait fails.
+type failingJournal struct{}
+
+func (failingJournal) Append([][]byte) func() error {
+	return func() error { return fmt.Errorf("disk full") }
+}
+
+// TestJournalFailure checks that a write whose journal record cannot be made durable is never
+// acknowledged: the client's connection closes without the reply; reads are still answered.
+func TestJournalFailure(t *testing.T) { forEachIOMode(t, testJournalFailure) }
+
+func testJournalFailure(t *testing.T) {
+	s := startServer(t, func(c *Config) { c.Journal = failingJournal{} })
+	c := dial(t, s.addr())
+	if v := c.do("BF.EXISTS", "k", "x"); v.Int != 0 {
+		t.Fatal(v)
+	}
+	c.send([]byte("BF.ADD"), []byte("k"), []byte("x"))
+	c.nc.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if v, err := c.rd.ReadReply(); err == nil {
+		t.Fatalf("a write whose journal failed was answered: %v", v)
 	}
 }

@@ -35,7 +35,9 @@ func deviations(t *testing.T) map[string][]block {
 // TestRedisBloomTranscripts replays every session recorded from RedisBloom 2.6.28 against a
 // fresh bloomd (one connection per file, as recorded) and requires byte-identical replies,
 // except where deviations.txt says bloomd answers otherwise on purpose.
-func TestRedisBloomTranscripts(t *testing.T) {
+func TestRedisBloomTranscripts(t *testing.T) { forEachIOMode(t, testRedisBloomTranscripts) }
+
+func testRedisBloomTranscripts(t *testing.T) {
 	files, err := filepath.Glob("testdata/redisbloom/*.txt")
 	if err != nil || len(files) < 5 {
 		t.Fatalf("transcripts: %v %v", files, err)
