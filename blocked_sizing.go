@@ -20,6 +20,24 @@ import (
 // has received l·b uniform bit throws, and a query's b throws (which may repeat, as the stored
 // ones may) all land on set bits with a probability given by inclusion–exclusion. A query is a
 // false positive when that happens in all z of its words; the sectors are independent given j.
+//
+// What BlockedSize gives, against Guava's classic sizing, and the rate measured at capacity with
+// a million 16-byte keys and ten million absent ones (BLOOM_FPP_N=1000000 go test -run FPPTable
+// -v measures it). Where measured, the model agrees within 1%; below 0.001 only the model is
+// given.
+//
+//	p       bits/key  k   sectors  classic bits/key  k   extra memory  measured FPP
+//	0.1      5.11     3   1         4.79             3    +7%          0.0972
+//	0.05     6.92     4   1         6.24             4   +11%
+//	0.02     8.64     6   2         8.14             6    +6%
+//	0.01    10.35     6   2         9.59             7    +8%          0.00969
+//	0.005   12.30     6   2        11.03             8   +12%
+//	0.001   17.15     8   2        14.38            10   +19%          0.00098
+//	1e-4    22.66    12   4        19.17            13   +18%
+//	1e-5    31.19    12   4        23.96            17   +30%
+//	1e-6    41.23    16   4        28.76            20   +43%
+//
+// Below about 1e-4 a classic filter is the better choice unless speed matters most.
 
 // BlockedFalsePositiveRate returns the expected false-positive rate of a blocked filter of m bits
 // (a multiple of 512) with k bits per key spread over the given number of sectors (64-bit words
