@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"runtime"
 	"strconv"
 	"sync"
 	"testing"
@@ -146,4 +147,43 @@ func (l *loopConn) RemoteAddr() net.Addr        { return &net.TCPAddr{IP: net.IP
 func (l *loopConn) LocalAddr() net.Addr         { return &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1)} }
 func (l *loopConn) SetReadDeadline(time.Time) error {
 	return nil
+}
+
+// TestLoopAllocs checks that an event loop serving pipelined BF.ADD and BF.EXISTS allocates
+// nothing per request (measured over the whole process; the client side allocates nothing).
+func TestLoopAllocs(t *testing.T) {
+	if !loopsSupported {
+		t.Skip("no event loops on this system")
+	}
+	s := startServer(t, func(c *Config) { c.EventLoops = 1 })
+	s.Exec([]byte("BF.RESERVE"), []byte("bf"), []byte("0.01"), []byte("100000"))
+	nc, err := net.Dial("tcp", s.addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	var batch []byte
+	for i := range 16 {
+		batch = resp.AppendCommand(batch, []byte("BF.ADD"), []byte("bf"), []byte(strconv.Itoa(i)))
+		batch = resp.AppendCommand(batch, []byte("BF.EXISTS"), []byte("bf"), []byte(strconv.Itoa(i)))
+	}
+	reply := make([]byte, 32*4)
+	round := func(n int) {
+		for range n {
+			if _, err := nc.Write(batch); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := io.ReadFull(nc, reply); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	round(100)
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	round(1000)
+	runtime.ReadMemStats(&after)
+	if n := after.Mallocs - before.Mallocs; n > 200 {
+		t.Fatalf("%d allocations for 32000 requests", n)
+	}
 }

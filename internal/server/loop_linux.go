@@ -29,7 +29,8 @@ type loop struct {
 	efd    int             // eventfd that wakes the loop for new connections and shutdown
 	gs     gateState
 	events []syscall.EpollEvent
-	conns  map[int]*Conn
+	conns  []*Conn // by descriptor
+	nconns int
 	dirty  []*Conn      // connections with replies to write this iteration
 	wait   func() error // the latest journal wait of this iteration
 
@@ -39,6 +40,10 @@ type loop struct {
 	stopSeen bool // loop goroutine only
 
 	hasDeadline bool // a read deadline is set on epf
+
+	pollFn  func(fd uintptr) bool // lp.pollOnce, made once (a method value allocates)
+	pollN   int
+	pollErr error
 }
 
 // loopsSupported reports whether this system has event loops.
@@ -76,8 +81,10 @@ func newLoop(s *Server) (*loop, error) {
 		syscall.Close(efd)
 		return nil, err
 	}
-	return &loop{srv: s, epfd: epfd, epf: epf, rc: rc, efd: efd, gs: gateState{slot: s.gate.register()},
-		events: make([]syscall.EpollEvent, 256), conns: make(map[int]*Conn)}, nil
+	lp := &loop{srv: s, epfd: epfd, epf: epf, rc: rc, efd: efd, gs: gateState{slot: s.gate.register()},
+		events: make([]syscall.EpollEvent, 256)}
+	lp.pollFn = lp.pollOnce
+	return lp, nil
 }
 
 // poll returns the ready events, parking in the runtime's poller until there are some, or until
@@ -91,22 +98,23 @@ func (lp *loop) poll() (int, error) {
 		lp.epf.SetReadDeadline(time.Time{})
 		lp.hasDeadline = false
 	}
-	n := 0
-	var perr error
-	err := lp.rc.Read(func(fd uintptr) bool {
-		n, perr = rawEpollWait(int(fd), lp.events)
-		if perr == syscall.EINTR {
-			n, perr = 0, nil
-		}
-		return n > 0 || perr != nil
-	})
+	err := lp.rc.Read(lp.pollFn)
 	if errors.Is(err, os.ErrDeadlineExceeded) {
 		return 0, nil
 	}
 	if err == nil {
-		err = perr
+		err = lp.pollErr
 	}
-	return n, err
+	return lp.pollN, err
+}
+
+// pollOnce is the non-blocking look at the epoll set that poll repeats after each wake-up.
+func (lp *loop) pollOnce(fd uintptr) bool {
+	lp.pollN, lp.pollErr = rawEpollWait(int(fd), lp.events)
+	if lp.pollErr == syscall.EINTR {
+		lp.pollN, lp.pollErr = 0, nil
+	}
+	return lp.pollN > 0 || lp.pollErr != nil
 }
 
 // wake makes epoll_wait return.
@@ -204,7 +212,9 @@ func (lp *loop) run() {
 		if err != nil {
 			lp.srv.log.Error("epoll_wait failed; the event loop stops", "err", err)
 			for _, c := range lp.conns {
-				lp.close(c)
+				if c != nil {
+					lp.close(c)
+				}
 			}
 			return
 		}
@@ -216,7 +226,7 @@ func (lp *loop) run() {
 				lp.control(now)
 				continue
 			}
-			c := lp.conns[fd]
+			c := lp.conn(fd)
 			if c == nil {
 				continue
 			}
@@ -230,7 +240,7 @@ func (lp *loop) run() {
 		lp.finish()
 		if lp.stopSeen || lp.srv.timeout.Load() > 0 {
 			lp.expire(now)
-			if lp.stopSeen && len(lp.conns) == 0 {
+			if lp.stopSeen && lp.nconns == 0 {
 				return
 			}
 		}
@@ -250,20 +260,40 @@ func (lp *loop) control(now time.Time) {
 		ev := syscall.EpollEvent{Events: syscall.EPOLLIN | syscall.EPOLLRDHUP, Fd: int32(c.fd)}
 		if err := syscall.EpollCtl(lp.epfd, syscall.EPOLL_CTL_ADD, c.fd, &ev); err != nil {
 			lp.srv.log.Warn("cannot watch a new connection; closing it", "client", c.addr, "err", err)
-			lp.conns[c.fd] = c
+			lp.put(c)
 			lp.close(c)
 			continue
 		}
-		lp.conns[c.fd] = c
+		lp.put(c)
 		lp.touch(c, now)
 	}
 	if stopping && !lp.stopSeen {
 		lp.stopSeen = true
 		for _, c := range lp.conns {
+			if c == nil {
+				continue
+			}
 			c.stopping.Store(true)
 			c.deadline = now.Add(drainWindow).UnixMilli()
 		}
 	}
+}
+
+// conn returns the loop's connection on fd, or nil.
+func (lp *loop) conn(fd int) *Conn {
+	if fd < 0 || fd >= len(lp.conns) {
+		return nil
+	}
+	return lp.conns[fd]
+}
+
+// put records a new connection.
+func (lp *loop) put(c *Conn) {
+	if c.fd >= len(lp.conns) {
+		lp.conns = append(lp.conns, make([]*Conn, c.fd+1-len(lp.conns)+16)...)
+	}
+	lp.conns[c.fd] = c
+	lp.nconns++
 }
 
 // touch records activity and sets the connection's idle deadline.
@@ -283,7 +313,7 @@ func (lp *loop) touch(c *Conn, now time.Time) {
 func (lp *loop) expire(now time.Time) {
 	ms := now.UnixMilli()
 	for _, c := range lp.conns {
-		if c.deadline != 0 && ms > c.deadline && len(c.out) == 0 {
+		if c != nil && c.deadline != 0 && ms > c.deadline && len(c.out) == 0 {
 			if !lp.stopSeen {
 				lp.srv.log.Debug("closing idle client", "client", c.addr)
 			}
@@ -391,7 +421,7 @@ func (lp *loop) finish() {
 		return
 	}
 	for _, c := range lp.dirty {
-		if lp.conns[c.fd] != c {
+		if lp.conn(c.fd) != c {
 			continue // closed meanwhile
 		}
 		c.publish()
@@ -506,11 +536,12 @@ func (lp *loop) watch(c *Conn, events uint32) {
 
 // close closes a connection of the loop.
 func (lp *loop) close(c *Conn) {
-	if lp.conns[c.fd] != c {
+	if lp.conn(c.fd) != c {
 		return
 	}
 	c.publish()
-	delete(lp.conns, c.fd)
+	lp.conns[c.fd] = nil
+	lp.nconns--
 	c.fdMu.Lock()
 	c.fdClosed = true
 	syscall.Close(c.fd) // also removes it from epoll
