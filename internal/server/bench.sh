@@ -47,41 +47,49 @@ for port in "$REDIS_PORT" "$BLOOMD_PORT"; do
 done
 redis-cli -p "$BLOOMD_PORT" BF.RESERVE bf 0.01 "$R" >/dev/null
 
-# bench PORT P NAME ARGS...: one redis-benchmark run; appends "name P rps p50 p99" to results.
+# bench ROUND PORT P NAME ARGS...: one redis-benchmark run; appends
+# "round name P rps p50 p99" to the results.
 bench() {
-  local port=$1 pipe=$2 name=$3
-  shift 3
+  local round=$1 port=$2 pipe=$3 name=$4
+  shift 4
   redis-benchmark -h 127.0.0.1 -p "$port" -c 50 -n "$N" -r "$R" -P "$pipe" --csv "$@" 2>/dev/null |
     tail -1 | tr -d '"' |
-    awk -F, -v n="$name" -v p="$pipe" '{ print n, p, $2, $5, $7 }' >>"$tmp/results"
+    awk -F, -v r="$round" -v n="$name" -v p="$pipe" '{ print r, n, p, $2, $5, $7 }' >>"$tmp/results"
 }
 
 for round in $(seq "$ROUNDS"); do
   for pipe in 1 16; do
-    bench "$REDIS_PORT" "$pipe" GET GET key:__rand_int__
-    bench "$BLOOMD_PORT" "$pipe" BF.ADD BF.ADD bf __rand_int__
-    bench "$BLOOMD_PORT" "$pipe" BF.EXISTS BF.EXISTS bf __rand_int__
+    bench "$round" "$REDIS_PORT" "$pipe" GET GET key:__rand_int__
+    bench "$round" "$BLOOMD_PORT" "$pipe" BF.ADD BF.ADD bf __rand_int__
+    bench "$round" "$BLOOMD_PORT" "$pipe" BF.EXISTS BF.EXISTS bf __rand_int__
   done
   echo "round $round of $ROUNDS done" >&2
 done
 
-echo "Machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(go version | cut -d' ' -f3), $(redis-server --version | cut -d' ' -f3)"
-echo "Requests: $N per test, -c 50, -r $R, median of $ROUNDS rounds."
+echo "Machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(go version | cut -d' ' -f3), redis-server $(redis-server --version | cut -d' ' -f3 | cut -d= -f2), load average $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "Requests: $N per test, -c 50, -r $R; medians of $ROUNDS rounds. The ratio is the median of the"
+echo "rounds' ratios, each against the GET run of the same round (the runs of a round follow each other)."
 echo
 echo "| command | server | -P | ops/s | × redis GET | p50 ms | p99 ms |"
 echo "|---|---|---:|---:|---:|---:|---:|"
-# Median of each (name, P) over the rounds, then the ratio to GET at the same P.
-sort -k1,1 -k2,2n -k3,3g "$tmp/results" | awk -v rounds="$ROUNDS" '
-  { key = $1 " " $2; n[key]++; if (n[key] == int((rounds + 1) / 2)) { rps[key] = $3; p50[key] = $4; p99[key] = $5 } }
+awk '
+  function median(list,   n, a, i, j, t) {
+    n = split(list, a, " ")
+    for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] + 0 < a[i] + 0) { t = a[i]; a[i] = a[j]; a[j] = t }
+    return (n % 2) ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
+  }
+  { rps[$1, $2, $3] = $4; k = $2 " " $3; keys[k] = 1; r[k] = r[k] " " $4; p50[k] = p50[k] " " $5; p99[k] = p99[k] " " $6; rounds[$1] = 1 }
   END {
     split("GET BF.ADD BF.EXISTS", names, " ")
     for (pi = 1; pi <= 2; pi++) {
       p = (pi == 1) ? 1 : 16
       for (i = 1; i <= 3; i++) {
-        key = names[i] " " p
-        server = (names[i] == "GET") ? "redis-server 7.0.15" : "bloomd"
+        k = names[i] " " p
+        ratios = ""
+        for (rd in rounds) ratios = ratios " " rps[rd, names[i], p] / rps[rd, "GET", p]
+        server = (names[i] == "GET") ? "redis-server" : "bloomd"
         cmd = (names[i] == "GET") ? "GET key:__rand_int__" : names[i] " bf __rand_int__"
-        printf "| `%s` | %s | %d | %.0f | %.2f | %s | %s |\n", cmd, server, p, rps[key], rps[key] / rps["GET " p], p50[key], p99[key]
+        printf "| `%s` | %s | %d | %.0f | %.2f | %.3f | %.3f |\n", cmd, server, p, median(r[k]), median(ratios), median(p50[k]), median(p99[k])
       }
     }
-  }'
+  }' "$tmp/results"
