@@ -1,0 +1,92 @@
+package persist
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+)
+
+// ErrDamaged reports a log that CheckLog found damaged and did not fix.
+var ErrDamaged = errors.New("persist: the log is damaged")
+
+// CheckLog verifies the log file at path record by record and reports on out, as
+// `bloomd check-aof [--fix] FILE` does. A good log reports its records. A torn last record is
+// reported as bloomd would drop it on start. Damage in the middle is reported with its offset and
+// the number of well-formed records found after it (those a repair loses); with fix, the log is
+// truncated to the last good record before the damage (or the torn one), and the loss reported.
+// It returns ErrDamaged for damage it did not fix; a torn tail alone is not an error.
+func CheckLog(path string, fix bool, out io.Writer) error {
+	return checkLog(OSFS{}, path, fix, out)
+}
+
+func checkLog(fsys FS, path string, fix bool, out io.Writer) error {
+	f, err := fsys.OpenFile(path, os.O_RDONLY, 0)
+	if err != nil {
+		return fmt.Errorf("persist: %w", err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return fmt.Errorf("persist: %w", err)
+	}
+	size := fi.Size()
+	sc, err := NewLogScanner(f, size, path)
+	var ce *CorruptError
+	if errors.As(err, &ce) {
+		fmt.Fprintf(out, "%s: %s\n", path, ce.Reason)
+		fmt.Fprintf(out, "The header is damaged: this is not a log bloomd can read, and --fix cannot repair it.\n")
+		return ErrDamaged
+	}
+	if err != nil {
+		return err
+	}
+	for sc.Next() {
+	}
+	if err := sc.Err(); err != nil && !errors.As(err, &ce) {
+		return err
+	}
+	good := sc.Records()
+	if sc.Torn() == nil && ce == nil {
+		fmt.Fprintf(out, "%s: log %d, %d records, %d bytes: OK\n", path, sc.Header().Seq, good, size)
+		return nil
+	}
+	var cut int64
+	if t := sc.Torn(); t != nil {
+		cut = t.Offset
+		fmt.Fprintf(out, "%s: %d good records, then a torn record at byte offset %d: %s (%d bytes).\n", path, good, t.Offset, t.Reason, t.Bytes)
+		fmt.Fprintf(out, "This is what a crash in the middle of a write leaves; bloomd drops it when it starts.\n")
+		if !fix {
+			return nil
+		}
+	} else {
+		cut = ce.Offset
+		lost, err := countRecordsAfter(f, cut+1, size)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "%s: %d good records, then damage at byte offset %d: %s.\n", path, good, ce.Offset, ce.Reason)
+		fmt.Fprintf(out, "After it, %d bytes hold %d more well-formed records, which a repair loses with the damaged one.\n", size-cut, lost)
+		if !fix {
+			fmt.Fprintf(out, "To truncate the log at byte offset %d (keeping the %d good records), run again with --fix.\n", cut, good)
+			return ErrDamaged
+		}
+		fmt.Fprintf(out, "Records lost: %d (the damaged record and %d after it).\n", lost+1, lost)
+	}
+	if cut < logHeaderSize {
+		cut = 0 // a torn header: an empty file, which bloomd recreates
+	}
+	w, err := fsys.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		return fmt.Errorf("persist: %w", err)
+	}
+	defer w.Close()
+	if err := w.Truncate(cut); err != nil {
+		return fmt.Errorf("persist: truncating %s: %w", path, err)
+	}
+	if err := w.Sync(); err != nil {
+		return fmt.Errorf("persist: truncating %s: %w", path, err)
+	}
+	fmt.Fprintf(out, "Truncated %s to %d bytes (%d bytes removed). It now holds %d records.\n", path, cut, size-cut, good)
+	return nil
+}

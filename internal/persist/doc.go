@@ -1,0 +1,83 @@
+// Package persist keeps bloomd's keyspace on disk: snapshots of every key, and an append-only
+// log of every write since the last snapshot, with Redis's settings and meanings (appendonly,
+// appendfsync, dir, dbfilename, appendfilename, save, auto-aof-rewrite-*). A Store is the
+// server's Journal; Load rebuilds the keyspace at start-up; Save, BackgroundSave and
+// BackgroundRewrite serve SAVE, BGSAVE and BGREWRITEAOF; CheckLog is `bloomd check-aof`.
+//
+// # Files
+//
+// In dir: the snapshot (dbfilename, default dump.bdb) and the logs that follow it, numbered
+// (appendfilename.N, default appendonly.aof.1, .2, ...). The snapshot names the first log
+// after it; every file carries a random lineage id, so files of different data sets are not
+// mixed up. Start-up loads the snapshot, removes older logs (left by a crash after a snapshot
+// was in place), and replays the logs from that number on, which must all be there.
+//
+// Both formats are little-endian and checksummed with CRC-32C (see snapshot.go and record.go).
+// Every size a reader meets is covered by a checksum and checked against what is left of the
+// file before anything is allocated, so a damaged or crafted file cannot make a reader allocate
+// more than the file holds; filters are also checked against the memory of the machine.
+//
+// # Writing the log: group commit
+//
+// Append encodes a record into memory under a mutex and returns a wait; the server calls the
+// wait before it sends the replies of the batch. With appendfsync always, the first waiter to
+// take the write lock writes and syncs every record buffered so far, for all connections; those
+// that waited behind it find their records synced and return. With everysec and no the waiter
+// writes (no sync) before the replies, as Redis does, so a crash of the process loses nothing;
+// with everysec a background sync each second bounds what a crash of the machine loses. A write
+// or sync failure is sticky: every later wait fails (the server closes those connections
+// without acknowledging), until a snapshot taken after the failure, with a new log, makes the
+// lost records redundant; the store tries one every five seconds.
+//
+// # Snapshots while clients go on
+//
+// A snapshot is taken at one instant T, inside Server.Pause (no command in flight): the list of
+// keys with their expiry times, each filter's header (its links and their counts) as of T, and,
+// with appendonly, the switch to a new log, whose records are exactly the writes after T. That
+// costs a walk over the keys, not over their bits. Clients then go on, and the filters' bits are
+// copied to the file while adds still set bits in them. The invariant that makes this exact:
+//
+//	snapshot(T) + replay(log after T) = the keyspace at the end of the log
+//
+// holds for bits, counts and growth, because of how adds are logged and replayed:
+//
+//   - An add sets bits with an atomic OR and never clears one. The copied bits are therefore at
+//     least the bits at T and at most the bits at the end of the log; every add after T is in
+//     the log and sets its bits again on replay (a no-op where the copy already has them), so
+//     the replayed bits are exactly the final bits. BF.LOADCHUNK, the only write that clears
+//     bits, replaces its whole range when replayed, whatever the copy held there.
+//   - Counts (BF.CARD, and the growth of scalable filters, which happens when the newest link's
+//     count reaches its capacity) do not come from the copied bits. A replayed BF.ADD must not
+//     test the copy: an item added after T whose bits were copied would test present and go
+//     uncounted, and the count would drift low. So the server logs only the items an add found
+//     new, which it counted (an item that tested present changed nothing and is not logged),
+//     and in loading mode replays each of them as new (redisbloom.Chain.AddNew: counted in the
+//     newest link, growing it as the original did, whatever the bits say). Starting from the
+//     counts and links of T, that repeats the original's counting exactly.
+//   - Keys that are created, deleted, renamed, replaced, or given an expiry after T are in the
+//     log in the order they happened (the server logs them under the locks that order them),
+//     and the key list of T is exact, so the replay repeats them on the keys as they were at T.
+//     A filter deleted or replaced after T keeps its memory until its bits are written.
+//
+// Where the original order of two concurrent adds to one filter is not the order of their
+// records (two connections adding at one instant), a filter's counts and the link an item lands
+// in at a growth boundary can differ after a replay, as the server's package documentation says;
+// no item is ever lost. The snapshot writes to a temporary file, syncs it, renames it over
+// dbfilename and syncs the directory; only then are the older logs removed. A log rewrite
+// (BGREWRITEAOF, or automatic when the logs pass auto-aof-rewrite-min-size and
+// auto-aof-rewrite-percentage of the snapshot) is such a snapshot: with appendonly, every
+// snapshot starts a new log.
+//
+// # Crashes and damage
+//
+// Files on disk are always a prefix of the history: a new log receives no byte before the one
+// before it is synced and closed. A crash in the middle of a write can leave the last record of
+// the last log cut short, or followed by nothing but zero bytes (a file extended without its
+// data); start-up drops that record with a warning naming the offset and truncates the log
+// there. Any other damage (a checksum, a size or a header wrong anywhere else, a torn record in
+// a log that another follows, a gap in the numbers) refuses to start with a message naming the
+// file, the offset, and the repair: `bloomd check-aof --fix FILE` truncates a log at its last
+// good record and says how many records that loses. A record that fails when replayed also
+// refuses to start. A transaction that the log ends inside of is dropped (it was never
+// acknowledged).
+package persist

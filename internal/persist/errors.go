@@ -1,0 +1,35 @@
+package persist
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/bloomd/bloom"
+)
+
+var (
+	// ErrSaveInProgress reports a snapshot asked for while another is being written.
+	ErrSaveInProgress = errors.New("persist: a snapshot is already being written")
+
+	// ErrClosed reports a use of a Store after Close.
+	ErrClosed = errors.New("persist: store closed")
+)
+
+// A CorruptError reports damaged bytes in a data file: which file, at which byte offset, what
+// is wrong there. It matches bloom.ErrCorrupt.
+type CorruptError struct {
+	File   string // the file's name as the store opened it
+	Offset int64  // byte offset of the damaged record, section or header
+	Reason string
+}
+
+func (e *CorruptError) Error() string {
+	return fmt.Sprintf("persist: %s: damaged at byte offset %d: %s", e.File, e.Offset, e.Reason)
+}
+
+// Is makes errors.Is(err, bloom.ErrCorrupt) true.
+func (e *CorruptError) Is(target error) bool { return target == bloom.ErrCorrupt }
+
+func corrupt(file string, off int64, format string, args ...any) *CorruptError {
+	return &CorruptError{File: file, Offset: off, Reason: fmt.Sprintf(format, args...)}
+}

@@ -1,0 +1,343 @@
+package persist
+
+import (
+	"bufio"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/bloomd/bloom/redisbloom"
+)
+
+// The snapshot's format. Little-endian throughout; CRC-32C (Castagnoli) everywhere. Every size
+// is covered by a checksum and checked against what is left of the file before anything is
+// allocated for it, so that no damaged or crafted file makes the reader allocate more than the
+// file holds (and a filter's bit arrays are, in addition, checked against the memory limit).
+//
+//	header, 44 bytes:
+//	0   8  magic "\x89BDSNAP\n"
+//	8   4  version, 1
+//	12  4  flags, 0
+//	16  8  lineage: a random id shared by a snapshot and the logs that follow it
+//	24  8  sequence number of the first log that follows the snapshot
+//	32  8  creation time, unix milliseconds
+//	40  4  CRC-32C of bytes 0..39
+//
+//	then one section per key, and an end section. A section header, 32 bytes:
+//	0   1  kind: 1 filter, 2 string, 255 end
+//	1   3  zero
+//	4   4  key length K
+//	8   4  meta length M: a filter's BF.SCANDUMP header (20 + 53·links), a string's value
+//	12  8  expiry time, unix milliseconds, 0 for none
+//	20  8  data length D: a filter's bit arrays in bytes; for the end section, the number of keys
+//	28  4  CRC-32C of bytes 0..27
+//	then (not for the end section) the key, the meta, and the CRC-32C of key and meta;
+//	then, for a filter, its bit arrays (BF.SCANDUMP's byte layout), link by link, in pieces of
+//	at most 16 MiB that never span two links, each followed by its CRC-32C.
+//
+// The end section is the last bytes of the file: a snapshot cut short anywhere is refused.
+const (
+	snapMagic      = "\x89BDSNAP\n"
+	snapVersion    = 1
+	snapHeaderSize = 44
+	sectionSize    = 32
+
+	kindFilter = 1
+	kindString = 2
+	kindEnd    = 255
+
+	pieceSize = redisbloom.MaxChunkSize
+
+	// maxKeyOrValue bounds a key and a string value, like proto-max-bulk-len's largest setting.
+	maxKeyOrValue = 1<<31 - 1
+)
+
+// A SnapshotHeader is what a snapshot says about itself.
+type SnapshotHeader struct {
+	Lineage uint64
+	LogSeq  uint64 // the first log whose records come after the snapshot
+	Created int64  // unix ms
+}
+
+func (h SnapshotHeader) append(b []byte) []byte {
+	start := len(b)
+	le := binary.LittleEndian
+	b = append(b, snapMagic...)
+	b = le.AppendUint32(b, snapVersion)
+	b = le.AppendUint32(b, 0)
+	b = le.AppendUint64(b, h.Lineage)
+	b = le.AppendUint64(b, h.LogSeq)
+	b = le.AppendUint64(b, uint64(h.Created))
+	return le.AppendUint32(b, crc(b[start:]))
+}
+
+// An Item is one key as a snapshot stores it.
+type Item struct {
+	Key    string
+	Expire int64             // unix ms; 0 for none
+	Chain  *redisbloom.Chain // the filter; nil for a string
+	Header []byte            // the chain's BF.SCANDUMP header at the moment of the snapshot
+	Value  []byte            // a string's value
+}
+
+// A Sink receives the keys of a snapshot being read.
+type Sink interface {
+	// Filter makes the filter at key from a BF.SCANDUMP header (with zeroed bits, which the
+	// reader then loads), as BF.LOADCHUNK does; its errors stop the load.
+	Filter(key []byte, expire int64, header []byte) (*redisbloom.Chain, error)
+	// String sets key to value. value is the reader's: keep it, it is not reused.
+	String(key, value []byte, expire int64) error
+}
+
+// SnapshotStats counts what a snapshot held.
+type SnapshotStats struct {
+	Keys, Filters, Strings int
+	Bytes                  int64 // the file's length
+	BitBytes               int64 // bytes of bit arrays
+}
+
+// linkBytes returns the byte length of each link a BF.SCANDUMP header declares, checking only
+// what the snapshot's framing needs (LoadHeader checks the rest).
+func linkBytes(h []byte) ([]uint64, error) {
+	if len(h) < 20 {
+		return nil, errors.New("filter header shorter than 20 bytes")
+	}
+	n := binary.LittleEndian.Uint32(h[8:])
+	if n == 0 || n > redisbloom.MaxFilters || len(h) != 20+53*int(n) {
+		return nil, fmt.Errorf("filter header of %d bytes does not hold %d sub-filters", len(h), n)
+	}
+	sizes := make([]uint64, n)
+	for i := range sizes {
+		sizes[i] = binary.LittleEndian.Uint64(h[20+53*i:])
+		if sizes[i] > 1<<53 {
+			return nil, fmt.Errorf("sub-filter %d declares %d bytes", i, sizes[i])
+		}
+	}
+	return sizes, nil
+}
+
+func pieces(bytes uint64) uint64 { return (bytes + pieceSize - 1) / pieceSize }
+
+// WriteSnapshot writes a snapshot of items to w and returns the bytes written. A filter's bits
+// are read from its chain while it is written: they may hold adds made after the items were
+// taken (see the package documentation for why that is exact); its links and counts are those of
+// Item.Header. WriteSnapshot does not sync or close w.
+func WriteSnapshot(w io.Writer, h SnapshotHeader, items []Item) (int64, error) {
+	cw := &countingWriter{w: w}
+	bw := bufio.NewWriterSize(cw, 1<<20)
+	le := binary.LittleEndian
+	b := h.append(make([]byte, 0, 256))
+	bw.Write(b)
+	for _, it := range items {
+		var kind byte = kindString
+		meta := it.Value
+		var data uint64
+		var sizes []uint64
+		if it.Chain != nil {
+			kind, meta = kindFilter, it.Header
+			var err error
+			if sizes, err = linkBytes(meta); err != nil {
+				return cw.n, fmt.Errorf("persist: key %q: %w", it.Key, err)
+			}
+			for _, s := range sizes {
+				data += s
+			}
+		}
+		if len(it.Key) > maxKeyOrValue || len(meta) > maxKeyOrValue {
+			return cw.n, fmt.Errorf("persist: key %q: key or value too long for a snapshot", it.Key[:min(len(it.Key), 64)])
+		}
+		b = appendSection(b[:0], kind, len(it.Key), len(meta), it.Expire, data)
+		bw.Write(b)
+		bw.WriteString(it.Key)
+		bw.Write(meta)
+		sum := crcUpdate(crcUpdate(0, []byte(it.Key)), meta)
+		bw.Write(le.AppendUint32(b[:0], sum))
+		iter := int64(1)
+		for _, size := range sizes {
+			for off := uint64(0); off < size; {
+				next, piece := it.Chain.ScanDump(iter)
+				if want := min(pieceSize, size-off); uint64(len(piece)) != want {
+					return cw.n, fmt.Errorf("persist: key %q: the filter changed shape while being saved", it.Key)
+				}
+				bw.Write(piece)
+				bw.Write(le.AppendUint32(b[:0], crc(piece)))
+				off += uint64(len(piece))
+				iter = next
+			}
+		}
+	}
+	b = appendSection(b[:0], kindEnd, 0, 0, 0, uint64(len(items)))
+	bw.Write(b)
+	if err := bw.Flush(); err != nil {
+		return cw.n, fmt.Errorf("persist: writing snapshot: %w", err)
+	}
+	return cw.n, nil
+}
+
+func appendSection(b []byte, kind byte, keyLen, metaLen int, expire int64, data uint64) []byte {
+	le := binary.LittleEndian
+	start := len(b)
+	b = append(b, kind, 0, 0, 0)
+	b = le.AppendUint32(b, uint32(keyLen))
+	b = le.AppendUint32(b, uint32(metaLen))
+	b = le.AppendUint64(b, uint64(expire))
+	b = le.AppendUint64(b, data)
+	return le.AppendUint32(b, crc(b[start:]))
+}
+
+type countingWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
+}
+
+// ReadSnapshot reads a snapshot of size bytes from r (whose name errors report), handing each key
+// to sink, and returns its header. Damage anywhere (a checksum, a size, a truncation, bytes after
+// the end) is a *CorruptError naming the offset of the damaged section; the sink's own errors
+// are returned wrapped with the key. Either way the keys handed over so far are not a snapshot:
+// the caller must discard them.
+func ReadSnapshot(r io.Reader, size int64, name string, sink Sink) (SnapshotHeader, SnapshotStats, error) {
+	d := &snapReader{r: bufio.NewReaderSize(r, int(min(max(size, 16), 1<<20))), size: size, name: name}
+	st := SnapshotStats{Bytes: size}
+	var hb [snapHeaderSize]byte
+	if size < snapHeaderSize {
+		return SnapshotHeader{}, st, corrupt(name, 0, "file of %d bytes is shorter than a snapshot header", size)
+	}
+	if err := d.read(hb[:]); err != nil {
+		return SnapshotHeader{}, st, err
+	}
+	le := binary.LittleEndian
+	switch {
+	case string(hb[:8]) != snapMagic:
+		return SnapshotHeader{}, st, corrupt(name, 0, "not a bloomd snapshot (bad magic)")
+	case le.Uint32(hb[40:]) != crc(hb[:40]):
+		return SnapshotHeader{}, st, corrupt(name, 0, "snapshot header checksum mismatch")
+	case le.Uint32(hb[8:]) != snapVersion:
+		return SnapshotHeader{}, st, corrupt(name, 0, "unsupported snapshot version %d", le.Uint32(hb[8:]))
+	}
+	h := SnapshotHeader{Lineage: le.Uint64(hb[16:]), LogSeq: le.Uint64(hb[24:]), Created: int64(le.Uint64(hb[32:]))}
+	var sec [sectionSize]byte
+	var buf []byte
+	for {
+		at := d.off
+		if size-at < sectionSize {
+			return h, st, corrupt(name, at, "snapshot cut short: %d bytes where a section header (or the end) should be", size-at)
+		}
+		if err := d.read(sec[:]); err != nil {
+			return h, st, err
+		}
+		if le.Uint32(sec[28:]) != crc(sec[:28]) {
+			return h, st, corrupt(name, at, "section %d: header checksum mismatch", st.Keys)
+		}
+		kind := sec[0]
+		keyLen, metaLen := int64(le.Uint32(sec[4:])), int64(le.Uint32(sec[8:]))
+		expire, data := int64(le.Uint64(sec[12:])), le.Uint64(sec[20:])
+		rest := size - d.off
+		if kind == kindEnd {
+			if keyLen != 0 || metaLen != 0 || data != uint64(st.Keys) {
+				return h, st, corrupt(name, at, "end section counts %d keys, the file holds %d", data, st.Keys)
+			}
+			if rest != 0 {
+				return h, st, corrupt(name, d.off, "%d bytes after the end of the snapshot", rest)
+			}
+			return h, st, nil
+		}
+		if kind != kindFilter && kind != kindString || sec[1]|sec[2]|sec[3] != 0 {
+			return h, st, corrupt(name, at, "section %d: unknown kind %d", st.Keys, kind)
+		}
+		if keyLen+metaLen+4 > rest || keyLen > maxKeyOrValue || metaLen > maxKeyOrValue {
+			return h, st, corrupt(name, at, "section %d: key of %d bytes and value of %d do not fit in the %d bytes left", st.Keys, keyLen, metaLen, rest)
+		}
+		if kind == kindFilter && metaLen > redisbloom.MaxHeaderSize {
+			return h, st, corrupt(name, at, "section %d: filter header of %d bytes (limit %d)", st.Keys, metaLen, redisbloom.MaxHeaderSize)
+		}
+		body := make([]byte, keyLen+metaLen+4)
+		if err := d.read(body); err != nil {
+			return h, st, err
+		}
+		key, meta := body[:keyLen:keyLen], body[keyLen:keyLen+metaLen]
+		if le.Uint32(body[keyLen+metaLen:]) != crc(body[:keyLen+metaLen]) {
+			return h, st, corrupt(name, at, "section %d (key %q): checksum mismatch", st.Keys, clip(key))
+		}
+		if kind == kindString {
+			if data != 0 {
+				return h, st, corrupt(name, at, "section %d (key %q): a string with %d bytes of bits", st.Keys, clip(key), data)
+			}
+			if err := sink.String(key, meta, expire); err != nil {
+				return h, st, fmt.Errorf("persist: %s: key %q: %w", name, clip(key), err)
+			}
+			st.Keys++
+			st.Strings++
+			continue
+		}
+		sizes, err := linkBytes(meta)
+		if err != nil {
+			return h, st, corrupt(name, at, "section %d (key %q): %v", st.Keys, clip(key), err)
+		}
+		var total, n uint64
+		for _, s := range sizes {
+			total += s
+			n += pieces(s)
+		}
+		if total != data || data > uint64(size) || data+4*n > uint64(size-d.off) {
+			return h, st, corrupt(name, at, "section %d (key %q): %d bytes of bits declared, %d in the filter header, %d bytes left in the file", st.Keys, clip(key), data, total, size-d.off)
+		}
+		ch, err := sink.Filter(key, expire, meta)
+		if err != nil {
+			return h, st, fmt.Errorf("persist: %s: key %q (section at byte offset %d): %w", name, clip(key), at, err)
+		}
+		iter := int64(1)
+		for _, s := range sizes {
+			for off := uint64(0); off < s; {
+				n := min(pieceSize, s-off)
+				if uint64(cap(buf)) < n+4 {
+					buf = make([]byte, n+4)
+				}
+				p := buf[:n+4]
+				pieceAt := d.off
+				if err := d.read(p); err != nil {
+					return h, st, err
+				}
+				if le.Uint32(p[n:]) != crc(p[:n]) {
+					return h, st, corrupt(name, pieceAt, "section %d (key %q): bits checksum mismatch", st.Keys, clip(key))
+				}
+				iter += int64(n)
+				if err := ch.LoadChunk(iter, p[:n]); err != nil {
+					return h, st, corrupt(name, pieceAt, "section %d (key %q): %v", st.Keys, clip(key), err)
+				}
+				off += n
+			}
+		}
+		st.Keys++
+		st.Filters++
+		st.BitBytes += int64(total)
+	}
+}
+
+// clip shortens a key for an error message.
+func clip(key []byte) []byte { return key[:min(len(key), 100)] }
+
+type snapReader struct {
+	r    *bufio.Reader
+	size int64
+	off  int64
+	name string
+}
+
+func (d *snapReader) read(p []byte) error {
+	n, err := io.ReadFull(d.r, p)
+	d.off += int64(n)
+	if err != nil {
+		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+			return corrupt(d.name, d.off, "snapshot cut short (the file is shorter than %d bytes)", d.size)
+		}
+		return fmt.Errorf("persist: reading %s: %w", d.name, err)
+	}
+	return nil
+}
