@@ -155,7 +155,7 @@ func (c *Conn) bfAdd(args [][]byte, key []byte, items [][]byte, opts *insertOpts
 			}
 			res, changed := c.addItems(bv, items)
 			if changed {
-				c.propagate(args)
+				c.propagateAdds(args, items, res)
 			}
 			c.writeResults(res, multi)
 			return
@@ -200,9 +200,38 @@ func (c *Conn) bfCreate(args [][]byte, key []byte, items [][]byte, opts *insertO
 	}
 	res, _ := c.addItems(e.val.(*bloomValue), items)
 	s.ks.insertLocked(sh, e)
-	c.propagate(args)
+	c.propagateAdds(args, items, res)
 	c.writeResults(res, multi)
 	return true
+}
+
+// propagateAdds journals an add command with only the items it found new (and counted): those
+// that tested present changed nothing. The items are the tail of args; the command, key and
+// options before them are kept, so a replay creates a missing filter the same way. Replaying
+// the record adds each item as new (see redisbloom.Chain.AddNew and internal/persist), which
+// repeats the original's counts and growth even over a snapshot copied while adds went on.
+func (c *Conn) propagateAdds(args, items [][]byte, res []int8) {
+	all := len(res) == len(items)
+	for _, r := range res {
+		if r != resAdded {
+			all = false
+			break
+		}
+	}
+	if all {
+		c.propagate(args)
+		return
+	}
+	argv := append(c.journalArgs[:0], args[:len(args)-len(items)]...)
+	for i, r := range res {
+		if r == resAdded {
+			argv = append(argv, items[i])
+		}
+	}
+	c.journalArgs = argv[:0]
+	if len(argv) > len(args)-len(items) {
+		c.propagate(argv)
+	}
 }
 
 // newBloomEntry makes an entry for key holding the chain mk makes (from a BF.LOADCHUNK header if

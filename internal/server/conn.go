@@ -61,6 +61,8 @@ type Conn struct {
 	lastCmd *Command // the previous command, to skip the table lookup in a stream of one command
 	scratch []int8   // per-item results of BF.MADD and friends
 
+	journalArgs [][]byte // a rewritten command for the journal
+
 	// The entry last looked up, valid while the keyspace's removal count is gen (see entry).
 	cacheKey []byte
 	cacheEnt *entry

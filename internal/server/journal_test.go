@@ -205,22 +205,25 @@ func TestJournalOrder(t *testing.T) {
 	c.do("EXEC")
 	c.do("MULTI")
 	c.do("BF.EXISTS", "f", "b")
-	c.do("EXEC") // no writes: no MULTI/EXEC records
+	c.do("EXEC")                                                // no writes: no MULTI/EXEC records
+	c.do("BF.MADD", "f", "a", "c", "b", "d")                    // only the new items are journaled
+	c.do("BF.INSERT", "g", "CAPACITY", "50", "ITEMS", "x", "x") // the options stay
 	c.do("DEL", "f")
 	var got []string
 	for _, r := range j.snapshot() {
 		got = append(got, string(bytes.Join(r, []byte(" "))))
 	}
-	if len(got) != 6 || !strings.HasPrefix(got[1], "PEXPIREAT f ") {
+	if len(got) != 8 || !strings.HasPrefix(got[1], "PEXPIREAT f ") {
 		t.Fatalf("journal: %q", got)
 	}
 	got[1] = "PEXPIREAT f <t>"
-	want := []string{"BF.ADD f a", "PEXPIREAT f <t>", "MULTI", "BF.ADD f b", "EXEC", "DEL f"}
+	want := []string{"BF.ADD f a", "PEXPIREAT f <t>", "MULTI", "BF.ADD f b", "EXEC", "BF.MADD f c d",
+		"BF.INSERT g CAPACITY 50 ITEMS x", "DEL f"}
 	if !slices.Equal(got, want) {
 		t.Fatalf("journal:\n%q\nwant\n%q", got, want)
 	}
-	if j.waits != 4 {
-		t.Fatalf("%d waits for 4 batches with writes", j.waits)
+	if j.waits != 6 {
+		t.Fatalf("%d waits for 6 batches with writes", j.waits)
 	}
 }
 
