@@ -60,7 +60,9 @@
 //   - adds to an existing filter commute, and are journaled without any lock; replaying them in
 //     any order gives the same bits (a filter's counts, and the sub-filter that receives an item
 //     right at a growth boundary, can differ between orders when two clients add at the same
-//     instant);
+//     instant). An add is journaled with only the items it found new, the ones it counted, so
+//     that a replay can count each as new again (redisbloom.Chain.AddNew), even over bits copied
+//     while adds went on;
 //   - creating a key journals under its shard's write lock before the key is visible, so every
 //     later command on it is journaled after its creation;
 //   - everything that removes, replaces or overwrites runs alone (above), so its record is
