@@ -215,8 +215,12 @@ func configSetCmd(c *Conn, args [][]byte) {
 			return
 		}
 	}
+	old := s.cfg
 	s.cfg = next
 	s.applyConfig(&next)
+	if next.Timeout != old.Timeout {
+		s.rearmTimeouts()
+	}
 	s.log.Info("configuration changed", "by", c.addr, "settings", len(args)/2-1)
 	c.w.OK()
 }

@@ -296,27 +296,26 @@ func (lp *loop) put(c *Conn) {
 	lp.nconns++
 }
 
-// touch records activity and sets the connection's idle deadline.
+// touch records activity, and while stopping sets the connection's drain deadline.
 func (lp *loop) touch(c *Conn, now time.Time) {
 	c.lastActive.Store(now.UnixMilli())
-	switch t := lp.srv.timeout.Load(); {
-	case lp.stopSeen:
+	if lp.stopSeen {
 		c.deadline = now.Add(drainWindow).UnixMilli()
-	case t > 0:
-		c.deadline = now.Add(time.Duration(t)).UnixMilli()
-	default:
-		c.deadline = 0
 	}
 }
 
-// expire closes connections idle past their deadline.
+// expire closes connections idle for longer than the timeout setting (as it is now: CONFIG SET
+// applies to every connection), or, while stopping, past their drain deadline.
 func (lp *loop) expire(now time.Time) {
 	ms := now.UnixMilli()
+	timeout := lp.srv.timeout.Load() / int64(time.Millisecond)
 	for _, c := range lp.conns {
-		if c != nil && c.deadline != 0 && ms > c.deadline && len(c.out) == 0 {
-			if !lp.stopSeen {
-				lp.srv.log.Debug("closing idle client", "client", c.addr)
-			}
+		switch {
+		case c == nil || len(c.out) > 0:
+		case lp.stopSeen && c.deadline != 0 && ms > c.deadline:
+			lp.close(c)
+		case timeout > 0 && ms-c.lastActive.Load() > timeout:
+			lp.srv.log.Debug("closing idle client", "client", c.addr)
 			lp.close(c)
 		}
 	}

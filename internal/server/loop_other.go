@@ -13,6 +13,7 @@ const loopsSupported = false
 type loop struct{ gs gateState }
 
 func (lp *loop) stop()                                                   {}
+func (lp *loop) wake()                                                   {}
 func (lp *loop) add(*Conn)                                               {}
 func (s *Server) startLoops(int) error                                   { return nil }
 func shutdownFD(int)                                                     {}

@@ -437,6 +437,26 @@ func (s *Server) removeExpired(c *Conn, sh *shard, e *entry) {
 // loading ends, keys whose time has passed expire as usual (and their DELs are journaled).
 func (s *Server) SetLoading(on bool) { s.ks.loading.Store(on) }
 
+// rearmTimeouts applies a changed timeout setting: to the connections that have their own
+// goroutine, waiting in a read armed with the old one, and to the event loops, which check the
+// setting as it is once woken.
+func (s *Server) rearmTimeouts() {
+	for _, lp := range s.loops {
+		lp.wake() // an idle loop then looks at the setting
+	}
+	t := time.Duration(s.timeout.Load())
+	for _, c := range s.clientList() {
+		if c.nc == nil || c.stopping.Load() {
+			continue
+		}
+		if t > 0 {
+			c.nc.SetReadDeadline(time.UnixMilli(c.lastActive.Load()).Add(t))
+		} else {
+			c.nc.SetReadDeadline(time.Time{})
+		}
+	}
+}
+
 // Pause runs fn while no command runs, with every reply of the commands before it written to
 // the connections' buffers (and journaled). It is for the durability layer to take a consistent
 // point, such as the start of a snapshot and of a new log. It must not be called from a command.

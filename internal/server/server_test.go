@@ -451,3 +451,28 @@ func testJournalFailure(t *testing.T) {
 		t.Fatalf("a write whose journal failed was answered: %v", v)
 	}
 }
+
+// TestTimeoutSetAtRunTime checks that CONFIG SET timeout applies to connections already idle.
+func TestTimeoutSetAtRunTime(t *testing.T) { forEachIOMode(t, testTimeoutSetAtRunTime) }
+
+func testTimeoutSetAtRunTime(t *testing.T) {
+	s := startServer(t, nil)
+	idle, err := net.Dial("tcp", s.addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer idle.Close()
+	idle.Write([]byte("PING\r\n"))
+	buf := make([]byte, 7)
+	if _, err := io.ReadFull(idle, buf); err != nil {
+		t.Fatal(err)
+	}
+	dial(t, s.addr()).do("CONFIG", "SET", "timeout", "1")
+	start := time.Now()
+	if got := readUntilClosed(t, idle); got != "" {
+		t.Fatalf("idle client got %q", got)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Fatalf("idle client closed after %v", d)
+	}
+}
