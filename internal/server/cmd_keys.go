@@ -347,3 +347,19 @@ func flushCmd(c *Conn, args [][]byte) {
 	c.propagateCmd([]byte("FLUSHALL"))
 	c.w.OK()
 }
+
+// memoryUsageCmd implements MEMORY USAGE key [SAMPLES n]: what the key is charged, which for a
+// filter is its BF.INFO Size plus the key (RedisBloom reports the Size as the module type's
+// memory usage).
+func memoryUsageCmd(c *Conn, args [][]byte) {
+	if len(args) != 3 && (len(args) != 5 || !equalFold(args[3], "samples")) {
+		c.w.Error(errSyntax)
+		return
+	}
+	e := c.srv.ks.get(args[2])
+	if e == nil {
+		c.w.Null()
+		return
+	}
+	c.w.Int(e.mem.Load() + valueMem(e.val))
+}

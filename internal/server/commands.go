@@ -135,6 +135,8 @@ func registerCommands(mx *Mux) {
 		"INFO [<command-name> ...]", "    Return details about multiple commands.",
 		"DOCS [<command-name> ...]", "    Return documentation details about multiple commands.",
 		"HELP", "    Print this help."))
+	memory := cmd("memory", -2, 0, 0, 0, 0, "4.0.0", "server", "A container for memory diagnostics commands.", nil)
+	sub(memory, "usage", -3, r, "Estimates the memory usage of a key.", memoryUsageCmd).FirstKey = 2
 	module := cmd("module", -2, FlagAdmin, 0, 0, 0, "4.0.0", "server", "A container for module commands.", nil)
 	sub(module, "list", 2, FlagAdmin, "Returns all loaded modules.", moduleListCmd)
 }

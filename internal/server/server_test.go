@@ -476,3 +476,18 @@ func testTimeoutSetAtRunTime(t *testing.T) {
 		t.Fatalf("idle client closed after %v", d)
 	}
 }
+
+func TestMemoryUsage(t *testing.T) {
+	s := startServer(t, nil)
+	c := dial(t, s.addr())
+	c.do("BF.RESERVE", "f", "0.01", "1000")
+	if v := c.do("MEMORY", "USAGE", "f"); v.Int != 1480+keyOverhead+1 {
+		t.Fatalf("MEMORY USAGE of a filter of Size 1480: %v", v)
+	}
+	if v := c.do("MEMORY", "USAGE", "nope"); !v.Null {
+		t.Fatalf("MEMORY USAGE of a missing key: %v", v)
+	}
+	if v := c.do("MEMORY", "USAGE", "f", "SAMPLES", "5"); v.Int == 0 {
+		t.Fatalf("MEMORY USAGE SAMPLES: %v", v)
+	}
+}
