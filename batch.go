@@ -9,16 +9,27 @@ import (
 
 // Batch operations. A filter far larger than the CPU cache costs a cache miss (and, without huge
 // pages, a TLB miss) per memory access, and a single Add or Test waits for its own misses before
-// the next key is even hashed. AddMany and TestMany hash a batch of keys first and then touch
-// memory for all of them in a loop without data-dependent branches, so the CPU keeps many misses
-// in flight at once: the cost per key approaches the machine's throughput of independent random
-// loads instead of its latency. AddMany first probes every key of the batch with plain loads
-// (which overlap), then sets the bits of the keys that need them, whose lines are by then cached.
+// the next key is even hashed. AddMany and TestMany hash keys ahead of touching memory, so the
+// CPU keeps many misses in flight at once and the cost per key approaches the machine's
+// throughput of independent random loads instead of its latency:
+//
+//   - small filters (mostly cached): hash batchSize keys, then probe them all in a loop without
+//     data-dependent branches;
+//   - blocked filters, and classic and counting filters over 32 MiB: software pipelining. The
+//     keys are hashed in small groups; the words of the next group are prefetched (PREFETCHT0
+//     on amd64, which retires at once; plain loads elsewhere) while the current group, whose
+//     words were prefetched a group earlier, is probed or added.
+//
+// Results are exactly those of Add or Test called key by key, in order.
 
 // batchSize is how many keys are hashed before memory is touched: enough to keep the CPU's
 // dozen or so outstanding misses busy, few enough that their lines stay in the L1 cache
 // between the probe and the add (64 keys × up to k lines).
 const batchSize = 64
+
+// prefetchGroup is how many keys ahead the blocked filter's batches prefetch: about one memory
+// latency's worth of work (measured best among 8 to 128 at n = 1e8).
+const prefetchGroup = 16
 
 type hashPair = [2]uint64
 
@@ -64,17 +75,67 @@ func (f *Filter) TestManyStrings(dst []bool, keys []string) []bool {
 func (f *Filter) many(dst []bool, bs [][]byte, ss []string, add bool) []bool {
 	n := max(len(bs), len(ss))
 	dst = slices.Grow(dst, n)
-	var hs [batchSize]hashPair
-	for from := 0; from < n; from += batchSize {
-		h := hs[:min(batchSize, n-from)]
-		hashKeys(f.scheme, h, bs, ss, from)
-		if add {
-			dst = f.addHashed(dst, h)
-		} else {
-			dst = f.testHashed(dst, h)
+	if f.k > maxFastK || len(f.bits) <= classicPrefetchWords {
+		var hs [batchSize]hashPair
+		for from := 0; from < n; from += batchSize {
+			h := hs[:min(batchSize, n-from)]
+			hashKeys(f.scheme, h, bs, ss, from)
+			if add {
+				dst = f.addHashed(dst, h)
+			} else {
+				dst = f.testHashed(dst, h)
+			}
 		}
+		return dst
+	}
+	// Large filters: prefetch the k words of the next group of keys while probing this one.
+	var bufs [2][classicGroup]hashPair
+	cur := bufs[0][:min(classicGroup, n)]
+	hashKeys(f.scheme, cur, bs, ss, 0)
+	f.prefetch(cur)
+	for from, i := 0, 0; from < n; i ^= 1 {
+		nextFrom := from + len(cur)
+		next := bufs[i^1][:min(classicGroup, n-nextFrom)]
+		if len(next) > 0 {
+			hashKeys(f.scheme, next, bs, ss, nextFrom)
+			f.prefetch(next)
+		}
+		if add {
+			for _, h := range cur {
+				dst = append(dst, f.add(h[0], h[1]))
+			}
+		} else {
+			for _, h := range cur {
+				dst = append(dst, f.probe(h[0], h[1]))
+			}
+		}
+		from, cur = nextFrom, next
 	}
 	return dst
+}
+
+// classicGroup is how many keys ahead a large classic (or counting) filter's batches prefetch;
+// with k words per key a few keys are already a memory latency's worth of misses. Measured at
+// n = 1e8: 173 ns per key without prefetching, 167 with groups of 1, 114 of 2, 104 of 4, 109 of
+// 8, 111 of 16.
+const classicGroup = 4
+
+// classicPrefetchWords is the array size (32 MiB) from which classic and counting batches
+// prefetch; smaller arrays are mostly cached and the plain probe loop is faster. (A variable so
+// that a test can run the prefetching path on small filters.)
+var classicPrefetchWords = 32 << 20 / 8
+
+// prefetch asks for the k words of each key of a group.
+func (f *Filter) prefetch(hs []hashPair) {
+	var idx [classicGroup * maxFastK]uint64
+	n := 0
+	for _, h := range hs {
+		for i := range f.k {
+			idx[n] = f.location(h[0], h[1], i) >> 6
+			n++
+		}
+	}
+	prefetchWords(f.bits, idx[:n])
 }
 
 // probe is test without early exit: it loads all k words, so that the loads of consecutive keys
@@ -136,20 +197,46 @@ func (f *Blocked) TestManyStrings(dst []bool, keys []string) []bool {
 	return f.many(dst, nil, keys, false)
 }
 
+// many hashes the keys in groups of prefetchGroup and software-pipelines them: it prefetches
+// the blocks of the next group, then tests or adds the current one, whose blocks were prefetched
+// a group earlier. A prefetch retires at once, unlike a load, so the misses of one group are
+// served while the CPU hashes and probes another (30 to 22 ns per key at n = 1e8).
 func (f *Blocked) many(dst []bool, bs [][]byte, ss []string, add bool) []bool {
 	n := max(len(bs), len(ss))
 	dst = slices.Grow(dst, n)
-	var hs [batchSize]hashPair
-	for from := 0; from < n; from += batchSize {
-		h := hs[:min(batchSize, n-from)]
-		hashKeys(Guava64, h, bs, ss, from)
-		if add {
-			dst = f.addHashed(dst, h)
-		} else {
-			dst = f.testHashed(dst, h)
+	var bufs [2][prefetchGroup]hashPair
+	cur := bufs[0][:min(prefetchGroup, n)]
+	hashKeys(Guava64, cur, bs, ss, 0)
+	f.prefetch(cur)
+	for from, i := 0, 0; from < n; i ^= 1 {
+		nextFrom := from + len(cur)
+		next := bufs[i^1][:min(prefetchGroup, n-nextFrom)]
+		if len(next) > 0 {
+			hashKeys(Guava64, next, bs, ss, nextFrom)
+			f.prefetch(next)
 		}
+		if add {
+			for _, h := range cur {
+				dst = append(dst, f.add(h[0], h[1]))
+			}
+		} else {
+			for _, h := range cur {
+				dst = append(dst, f.probe(h[0], h[1]))
+			}
+		}
+		from, cur = nextFrom, next
 	}
 	return dst
+}
+
+// prefetch asks for the blocks of a group of hashed keys.
+func (f *Blocked) prefetch(hs []hashPair) {
+	var idx [prefetchGroup]uint64
+	for i, h := range hs {
+		hi, _ := bits.Mul64(h[0], f.blocks)
+		idx[i] = hi * blockWords
+	}
+	prefetchWords(f.bits, idx[:len(hs)])
 }
 
 // probe is test without early exit.
@@ -164,32 +251,6 @@ func (f *Blocked) probe(h1, h2 uint64) bool {
 		miss |= mask &^ atomic.LoadUint64(&blk[word&(blockWords-1)])
 	}
 	return miss == 0
-}
-
-func (f *Blocked) testHashed(dst []bool, hs []hashPair) []bool {
-	f.touch(hs)
-	for _, h := range hs {
-		dst = append(dst, f.probe(h[0], h[1]))
-	}
-	return dst
-}
-
-func (f *Blocked) addHashed(dst []bool, hs []hashPair) []bool {
-	f.touch(hs)
-	for _, h := range hs {
-		dst = append(dst, f.add(h[0], h[1]))
-	}
-	return dst
-}
-
-// touch loads one word of every key's block (the whole line comes with it) in a loop of a few
-// instructions per key, so the CPU overlaps as many misses as it can track: 25% faster per key
-// than probing directly, at n = 1e7 and 1e8.
-func (f *Blocked) touch(hs []hashPair) {
-	for _, h := range hs {
-		hi, _ := bits.Mul64(h[0], f.blocks)
-		atomic.LoadUint64(&f.bits[hi*blockWords])
-	}
 }
 
 // Counting filter.
@@ -214,17 +275,56 @@ func (c *Counting) TestManyStrings(dst []bool, keys []string) []bool {
 func (c *Counting) many(dst []bool, bs [][]byte, ss []string, add bool) []bool {
 	n := max(len(bs), len(ss))
 	dst = slices.Grow(dst, n)
-	var hs [batchSize]hashPair
-	for from := 0; from < n; from += batchSize {
-		h := hs[:min(batchSize, n-from)]
-		hashKeys(c.scheme, h, bs, ss, from)
-		if add {
-			dst = c.addHashed(dst, h)
-		} else {
-			dst = c.testHashed(dst, h)
+	if c.k > maxFastK || len(c.words) <= classicPrefetchWords {
+		var hs [batchSize]hashPair
+		for from := 0; from < n; from += batchSize {
+			h := hs[:min(batchSize, n-from)]
+			hashKeys(c.scheme, h, bs, ss, from)
+			if add {
+				dst = c.addHashed(dst, h)
+			} else {
+				dst = c.testHashed(dst, h)
+			}
 		}
+		return dst
+	}
+	// Large filters: prefetch the counters of the next group of keys, as Filter.many does.
+	var bufs [2][classicGroup]hashPair
+	cur := bufs[0][:min(classicGroup, n)]
+	hashKeys(c.scheme, cur, bs, ss, 0)
+	c.prefetch(cur)
+	for from, i := 0, 0; from < n; i ^= 1 {
+		nextFrom := from + len(cur)
+		next := bufs[i^1][:min(classicGroup, n-nextFrom)]
+		if len(next) > 0 {
+			hashKeys(c.scheme, next, bs, ss, nextFrom)
+			c.prefetch(next)
+		}
+		if add {
+			for _, h := range cur {
+				dst = append(dst, c.add(h[0], h[1]))
+			}
+		} else {
+			for _, h := range cur {
+				dst = append(dst, c.probe(h[0], h[1]))
+			}
+		}
+		from, cur = nextFrom, next
 	}
 	return dst
+}
+
+// prefetch asks for the counter words of each key of a group.
+func (c *Counting) prefetch(hs []hashPair) {
+	var idx [classicGroup * maxFastK]uint64
+	n := 0
+	for _, h := range hs {
+		for i := range c.k {
+			idx[n] = c.location(h[0], h[1], i) >> 4
+			n++
+		}
+	}
+	prefetchWords(c.words, idx[:n])
 }
 
 // probe is test without early exit.
