@@ -10,7 +10,8 @@ import (
 // mode most distributions ship). A filter far larger than the cache costs a TLB miss on almost
 // every access with 4 KiB pages, and under virtualisation a TLB miss walks two page tables; with
 // 2 MiB pages the TLB covers gigabytes. Go's heap does not ask for huge pages, so allocWords
-// aligns large arrays to 2 MiB and asks for them itself. BenchmarkHugePages measures the gain.
+// aligns large arrays to 2 MiB and asks for them itself. BenchmarkHugePages measures the gain: at
+// n = 1e8, 10 to 15% on single tests and 20 to 25% on batches, for blocked and classic filters.
 
 const (
 	hugePageSize = 2 << 20
@@ -35,15 +36,15 @@ func allocWords(n uint64) bitArray {
 	return a
 }
 
-// adviseHugePages asks the kernel to back an array that is already in use (a decoded one) with
-// huge pages now, by collapsing its small pages (MADV_COLLAPSE, Linux 6.1; older kernels refuse
-// it and the array keeps its small pages). It is best effort.
+// adviseHugePages marks an array that is already in use (a decoded one) for huge pages; the
+// kernel's khugepaged then collapses its small pages in the background. Collapsing at once
+// (MADV_COLLAPSE) made decoding a 130 MB filter 170 ms slower here, for no gain measurable
+// right after, so it is left to the kernel.
 func adviseHugePages(a []uint64) {
 	if !hugePages || uint64(len(a))*8 < hugePageMin {
 		return
 	}
 	madviseHuge(a, unix.MADV_HUGEPAGE)
-	madviseHuge(a, unix.MADV_COLLAPSE)
 }
 
 // madviseHuge applies advice to the whole 2 MiB pages inside a. Errors are ignored: the advice
