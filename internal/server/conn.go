@@ -71,6 +71,7 @@ type Conn struct {
 	// Counted per command, published (atomically, for CLIENT LIST and INFO) once per batch.
 	lastRun     *Command
 	pendingCmds int64
+	publishedAt int64 // unix ms; event loops publish periodically
 
 	ncmds      atomic.Int64
 	lastActive atomic.Int64 // unix ms
