@@ -88,12 +88,21 @@ const (
 
 // addItems adds items to bv as RedisBloom's bfInsertCommon does, stopping after a full
 // non-scaling filter, and returns the per-item results (in c.scratch) and whether any item
-// changed the filter.
+// changed the filter. While loading, each item is added as new (see SetLoading).
 func (c *Conn) addItems(bv *bloomValue, items [][]byte) ([]int8, bool) {
 	res := c.scratch[:0]
 	changed := false
+	loading := c.srv.ks.loading.Load()
 	for _, it := range items {
-		added, err := bv.ch.Add(it)
+		var added bool
+		var err error
+		if loading {
+			// Replaying the journal, whose adds are the items found new: count each as
+			// new again, whatever the bits (which a snapshot may have copied later).
+			added, err = true, bv.ch.AddNew(it)
+		} else {
+			added, err = bv.ch.Add(it)
+		}
 		switch {
 		case err == nil && added:
 			res = append(res, resAdded)

@@ -340,7 +340,7 @@ func (c *Conn) call(cmd *Command, args [][]byte) {
 		return
 	}
 	if cmd.Flags&FlagDenyOOM != 0 {
-		if m := c.srv.maxmemory.Load(); m > 0 && c.srv.ks.used.Load() > m {
+		if m := c.srv.maxmemory.Load(); m > 0 && c.srv.ks.used.Load() > m && !c.srv.ks.loading.Load() {
 			c.srv.stats.oom.Add(1)
 			c.w.Error(errOOM)
 			return

@@ -122,7 +122,7 @@ func (s *Server) memoryLimit() int64 {
 	if limit <= 0 {
 		limit = 1 << 62
 	}
-	if m := s.maxmemory.Load(); m > 0 && m < limit {
+	if m := s.maxmemory.Load(); m > 0 && m < limit && !s.ks.loading.Load() {
 		limit = m
 	}
 	return limit
@@ -431,10 +431,14 @@ func (s *Server) removeExpired(c *Conn, sh *shard, e *entry) {
 	}
 }
 
-// SetLoading switches loading mode on or off. While loading, keys do not expire: an expiry time
-// in the past is kept rather than applied, as Redis does while it reads its append-only file, so
-// that journal records replayed with Exec rebuild exactly the keyspace that wrote them. When
-// loading ends, keys whose time has passed expire as usual (and their DELs are journaled).
+// SetLoading switches loading mode on or off, for replaying journal records with Exec. While
+// loading, keys do not expire (an expiry time in the past is kept rather than applied, as Redis
+// does while it reads its append-only file), maxmemory does not apply (the machine's memory
+// still does), and the items of BF.ADD, BF.MADD and BF.INSERT, which the journal holds only when
+// they were new, are added as new (redisbloom.Chain.AddNew): counted, and growing the filter,
+// as the original was, even where the bits already hold them. So the records rebuild exactly
+// the keyspace that wrote them. When loading ends, keys whose time has passed expire as usual
+// (and their DELs are journaled).
 func (s *Server) SetLoading(on bool) { s.ks.loading.Store(on) }
 
 // rearmTimeouts applies a changed timeout setting: to the connections that have their own
