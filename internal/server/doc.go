@@ -71,8 +71,9 @@
 //     PXAT), and an expired key's removal is journaled as DEL, as Redis propagates it.
 //
 // Replaying the records with Server.Exec while SetLoading(true) (expiry suspended, as Redis does
-// while loading its AOF) rebuilds the keyspace; TestJournalReplay checks this against every
-// transcript, a random workload and concurrent clients. For snapshots, the keyspace can be
+// while loading its AOF; adds counted as new) rebuilds the keyspace; TestJournalReplay checks
+// this against every transcript, a random workload and concurrent clients, and
+// TestReplayOverLaterBits over a filter whose bits were copied after its header. For snapshots, the keyspace can be
 // walked shard by shard while adds continue (they only set bits, so a copy taken during adds
 // plus the records from the snapshot's start gives the same bits); Server.Pause runs a function
 // with no command in flight, to mark the point where a snapshot starts and a new log begins.
