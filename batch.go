@@ -31,6 +31,10 @@ const batchSize = 64
 // latency's worth of work (measured best among 8 to 128 at n = 1e8).
 const prefetchGroup = 16
 
+// blockedPrefetchWords is the array size (4 MiB, about the L2 cache) up to which blocked batches
+// do not prefetch: at n = 1e6 (1.3 MB) the pipeline cost 1.3 ns per key and gained nothing.
+var blockedPrefetchWords = 4 << 20 / 8
+
 type hashPair = [2]uint64
 
 // hashKeys hashes the keys of one batch, taken from whichever of b and s is non-nil, starting at
@@ -204,6 +208,21 @@ func (f *Blocked) TestManyStrings(dst []bool, keys []string) []bool {
 func (f *Blocked) many(dst []bool, bs [][]byte, ss []string, add bool) []bool {
 	n := max(len(bs), len(ss))
 	dst = slices.Grow(dst, n)
+	if len(f.bits) <= blockedPrefetchWords {
+		var hs [batchSize]hashPair
+		for from := 0; from < n; from += batchSize {
+			group := hs[:min(batchSize, n-from)]
+			hashKeys(Guava64, group, bs, ss, from)
+			for _, h := range group {
+				if add {
+					dst = append(dst, f.add(h[0], h[1]))
+				} else {
+					dst = append(dst, f.probe(h[0], h[1]))
+				}
+			}
+		}
+		return dst
+	}
 	var bufs [2][prefetchGroup]hashPair
 	cur := bufs[0][:min(prefetchGroup, n)]
 	hashKeys(Guava64, cur, bs, ss, 0)
@@ -389,8 +408,10 @@ func (s *Scalable) many(dst []bool, bs [][]byte, ss []string, add bool) []bool {
 	return dst
 }
 
-// testHashed probes the links one after the other for the whole batch, so each pass is a loop
-// of independent loads.
+// testHashed tests the links one after the other for the whole batch, skipping keys already
+// found. It uses each link's test, which stops at the first clear bit: a chain probes several
+// links per absent key, and probing every bit of each (as probe does) cost 151 ns per key
+// against 113 for single Tests at n = 1e6.
 func (s *Scalable) testHashed(dst []bool, hs []hashPair) []bool {
 	start := len(dst)
 	for range hs {
@@ -401,7 +422,9 @@ func (s *Scalable) testHashed(dst []bool, hs []hashPair) []bool {
 	for j := len(links) - 1; j >= 0; j-- {
 		f := links[j].f
 		for i, h := range hs {
-			found[i] = f.probe(h[0], h[1]) || found[i]
+			if !found[i] {
+				found[i] = f.test(h[0], h[1])
+			}
 		}
 	}
 	return dst

@@ -52,3 +52,35 @@ func TestPrefetchingBatchesMatchSingle(t *testing.T) {
 		}
 	}
 }
+
+// Blocked batches prefetch only beyond 4 MiB; the plain path must match single operations too.
+func TestBlockedBatchPathsMatchSingle(t *testing.T) {
+	defer func(old int) { blockedPrefetchWords = old }(blockedPrefetchWords)
+	keys := make([][]byte, 2000)
+	for i := range keys {
+		keys[i] = []byte(fmt.Sprint("key-", i%1900))
+	}
+	for _, limit := range []int{0, 1 << 30} {
+		blockedPrefetchWords = limit
+		a, _ := NewBlocked(3000, 0.01)
+		b, _ := NewBlocked(3000, 0.01)
+		got := b.AddMany(nil, keys)
+		for i, k := range keys {
+			if want := a.Add(k); got[i] != want {
+				t.Fatalf("limit %d, key %d: Add %v, AddMany %v", limit, i, want, got[i])
+			}
+		}
+		if !a.Equal(b) {
+			t.Fatalf("limit %d: AddMany left a different filter", limit)
+		}
+		probe := make([][]byte, 4000)
+		for i := range probe {
+			probe[i] = []byte(fmt.Sprint("probe-", i))
+		}
+		for i, r := range b.TestMany(nil, probe) {
+			if r != a.Test(probe[i]) {
+				t.Fatalf("limit %d: TestMany differs from Test on key %d", limit, i)
+			}
+		}
+	}
+}
