@@ -222,8 +222,9 @@ func ReadSnapshot(r io.Reader, size int64, name string, sink Sink) (SnapshotHead
 		return SnapshotHeader{}, st, corrupt(name, 0, "unsupported snapshot version %d", le.Uint32(hb[8:]))
 	}
 	h := SnapshotHeader{Lineage: le.Uint64(hb[16:]), LogSeq: le.Uint64(hb[24:]), Created: int64(le.Uint64(hb[32:]))}
+	ld := newLoader()
+	defer ld.stop()
 	var sec [sectionSize]byte
-	var buf []byte
 	for {
 		at := d.off
 		if size-at < sectionSize {
@@ -246,7 +247,7 @@ func ReadSnapshot(r io.Reader, size int64, name string, sink Sink) (SnapshotHead
 			if rest != 0 {
 				return h, st, corrupt(name, d.off, "%d bytes after the end of the snapshot", rest)
 			}
-			return h, st, nil
+			return h, st, ld.stop()
 		}
 		if kind != kindFilter && kind != kindString || sec[1]|sec[2]|sec[3] != 0 {
 			return h, st, corrupt(name, at, "section %d: unknown kind %d", st.Keys, kind)
@@ -296,9 +297,7 @@ func ReadSnapshot(r io.Reader, size int64, name string, sink Sink) (SnapshotHead
 		for _, s := range sizes {
 			for off := uint64(0); off < s; {
 				n := min(pieceSize, s-off)
-				if uint64(cap(buf)) < n+4 {
-					buf = make([]byte, n+4)
-				}
+				buf := ld.buffer(n + 4)
 				p := buf[:n+4]
 				pieceAt := d.off
 				if err := d.read(p); err != nil {
@@ -308,9 +307,9 @@ func ReadSnapshot(r io.Reader, size int64, name string, sink Sink) (SnapshotHead
 					return h, st, corrupt(name, pieceAt, "section %d (key %q): bits checksum mismatch", st.Keys, clip(key))
 				}
 				iter += int64(n)
-				if err := ch.LoadChunk(iter, p[:n]); err != nil {
-					return h, st, corrupt(name, pieceAt, "section %d (key %q): %v", st.Keys, clip(key), err)
-				}
+				ld.load(piece{ch: ch, iter: iter, data: p[:n], buf: buf, err: func(err error) error {
+					return corrupt(name, pieceAt, "section %d (key %q): %v", st.Keys, clip(key), err)
+				}})
 				off += n
 			}
 		}
@@ -318,6 +317,75 @@ func ReadSnapshot(r io.Reader, size int64, name string, sink Sink) (SnapshotHead
 		st.Filters++
 		st.BitBytes += int64(total)
 	}
+}
+
+// A loader copies verified pieces into their filters on a goroutine of its own, so that reading
+// the file (and checksumming it) and copying into the filters (word by word, atomically) overlap:
+// loading then goes at the speed of the slower of the two rather than of their sum.
+type loader struct {
+	free  chan []byte
+	work  chan piece
+	done  chan struct{}
+	first error // the first LoadChunk error, set by the goroutine before done closes
+	n     int   // buffers made
+}
+
+type piece struct {
+	ch   *redisbloom.Chain
+	iter int64
+	data []byte
+	buf  []byte
+	err  func(error) error
+}
+
+const loaderBuffers = 3
+
+func newLoader() *loader {
+	ld := &loader{free: make(chan []byte, loaderBuffers), work: make(chan piece, loaderBuffers), done: make(chan struct{})}
+	work := ld.work
+	go func() {
+		defer close(ld.done)
+		for p := range work {
+			if ld.first == nil {
+				if err := p.ch.LoadChunk(p.iter, p.data); err != nil {
+					ld.first = p.err(err)
+				}
+			}
+			ld.free <- p.buf
+		}
+	}()
+	return ld
+}
+
+// buffer returns a free buffer of at least n bytes, making one while fewer than
+// loaderBuffers exist.
+func (ld *loader) buffer(n uint64) []byte {
+	var b []byte
+	select {
+	case b = <-ld.free:
+	default:
+		if ld.n < loaderBuffers {
+			ld.n++
+		} else {
+			b = <-ld.free
+		}
+	}
+	if uint64(cap(b)) < n {
+		b = make([]byte, n)
+	}
+	return b
+}
+
+func (ld *loader) load(p piece) { ld.work <- p }
+
+// stop waits for the pieces handed over to be loaded and returns the first error.
+func (ld *loader) stop() error {
+	if ld.work != nil {
+		close(ld.work)
+		ld.work = nil
+		<-ld.done
+	}
+	return ld.first
 }
 
 // clip shortens a key for an error message.
