@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime"
+	"sync"
 
 	"github.com/bloomd/bloom/redisbloom"
 )
@@ -338,22 +340,34 @@ type piece struct {
 	err  func(error) error
 }
 
-const loaderBuffers = 3
+// loaderWorkers copy pieces in parallel (pieces never share a word): loading happens before
+// the server serves, so it may use every core.
+var loaderWorkers = max(1, runtime.GOMAXPROCS(0))
+
+var loaderBuffers = loaderWorkers + 2
 
 func newLoader() *loader {
 	ld := &loader{free: make(chan []byte, loaderBuffers), work: make(chan piece, loaderBuffers), done: make(chan struct{})}
 	work := ld.work
-	go func() {
-		defer close(ld.done)
-		for p := range work {
-			if ld.first == nil {
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for range loaderWorkers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for p := range work {
 				if err := p.ch.LoadChunk(p.iter, p.data); err != nil {
-					ld.first = p.err(err)
+					mu.Lock()
+					if ld.first == nil {
+						ld.first = p.err(err)
+					}
+					mu.Unlock()
 				}
+				ld.free <- p.buf
 			}
-			ld.free <- p.buf
-		}
-	}()
+		}()
+	}
+	go func() { wg.Wait(); close(ld.done) }()
 	return ld
 }
 

@@ -43,16 +43,12 @@ func TestSnapshotSpeed(t *testing.T) {
 	}
 	path := filepath.Join(dir, "speed.bdb")
 	defer os.Remove(path)
-	f, err := os.Create(path)
+	st, err := Open(Config{Dir: dir, DBFilename: "speed.bdb", AppendFilename: "unused"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	start := time.Now()
-	n, err := WriteSnapshot(f, SnapshotHeader{Lineage: 1, LogSeq: 1}, items)
-	if err == nil {
-		err = f.Sync()
-	}
-	f.Close()
+	n, err := st.writeSnapshot(SnapshotHeader{Lineage: 1, LogSeq: 1}, items)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,8 +77,11 @@ func TestSnapshotSpeed(t *testing.T) {
 		io.Copy(io.Discard, struct{ io.Reader }{f})
 		return time.Since(start)
 	}
+	// The best of two for each, on a machine shared with other work.
 	dropCache(t, path)
 	raw := rawRead()
+	dropCache(t, path)
+	raw = min(raw, rawRead())
 	dropCache(t, path)
 	cold, got := load()
 	for i := range items {
@@ -91,6 +90,10 @@ func TestSnapshotSpeed(t *testing.T) {
 		}
 	}
 	got = nil
+	dropCache(t, path)
+	if c, _ := load(); c < cold {
+		cold = c
+	}
 	warm, _ := load()
 	t.Logf("disk read (cache dropped): %.0f MB/s; load from disk: %.0f MB/s (%.0f%% of the disk); load from the page cache: %.0f MB/s",
 		mbs(raw), mbs(cold), 100*raw.Seconds()/cold.Seconds(), mbs(warm))

@@ -16,6 +16,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/bloomd/bloom"
@@ -625,11 +626,16 @@ func (st *Store) snapshotLocked(kind int32) (err error) {
 	return nil
 }
 
-// writeSnapshot writes items to the temporary file, syncs it, renames it over the snapshot and
-// syncs the directory.
+// writeSnapshot writes items to the temporary file (with direct I/O where the file system
+// allows it), syncs it, renames it over the snapshot and syncs the directory.
 func (st *Store) writeSnapshot(h SnapshotHeader, items []Item) (int64, error) {
 	tmp := st.tempPath()
-	f, err := st.fs.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
+	const flags = os.O_CREATE | os.O_TRUNC | os.O_WRONLY
+	f, err := st.fs.OpenFile(tmp, flags|syscall.O_DIRECT, 0o644)
+	direct := err == nil
+	if !direct {
+		f, err = st.fs.OpenFile(tmp, flags, 0o644)
+	}
 	if err != nil {
 		return 0, fmt.Errorf("persist: creating %s: %w", tmp, err)
 	}
@@ -638,12 +644,20 @@ func (st *Store) writeSnapshot(h SnapshotHeader, items []Item) (int64, error) {
 		st.fs.Remove(tmp)
 		return 0, err
 	}
-	w := io.Writer(f)
-	if st.stopping.Load() {
-		return fail(ErrClosed)
+	var dw *directWriter
+	var w io.Writer = f
+	if direct {
+		dw = newDirectWriter(f)
+		w = dw
 	}
-	w = &stopWriter{w: f, stop: &st.stopping}
-	n, err := WriteSnapshot(w, h, items)
+	n, err := WriteSnapshot(&stopWriter{w: w, stop: &st.stopping}, h, items)
+	if dw != nil {
+		if err != nil {
+			dw.abandon()
+		} else if err = dw.finish(); err != nil {
+			err = fmt.Errorf("persist: writing %s: %w", tmp, err)
+		}
+	}
 	if err != nil {
 		return fail(err)
 	}

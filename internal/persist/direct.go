@@ -1,0 +1,93 @@
+package persist
+
+import (
+	"fmt"
+	"unsafe"
+)
+
+// A directWriter writes a file opened with O_DIRECT: it gathers what it is given into aligned
+// buffers and writes whole aligned blocks, bypassing the page cache, from a goroutine of its own
+// so that the disk works while the next buffer fills. A snapshot is written once and read only
+// at the next start, so caching it only pushes other pages out, and the kernel's write-back of
+// cached pages is several times slower than direct writes on common virtual disks. finish writes
+// the last block padded with zeros and cuts the file to its true length.
+type directWriter struct {
+	f    File
+	buf  []byte // the buffer being filled: aligned to directAlign, a multiple of it long
+	n    int    // bytes in buf
+	size int64  // bytes given to Write
+
+	full chan []byte // buffers to write, in order
+	free chan []byte // buffers written
+	done chan error  // the writer goroutine's result, once full is closed
+	err  error       // the first write error, once seen
+}
+
+const (
+	directAlign   = 4096
+	directBuffer  = 4 << 20
+	directBuffers = 2
+)
+
+func alignedBuffer() []byte {
+	raw := make([]byte, directBuffer+directAlign)
+	skip := (directAlign - int(uintptr(unsafe.Pointer(unsafe.SliceData(raw))))%directAlign) % directAlign
+	return raw[skip : skip+directBuffer : skip+directBuffer]
+}
+
+func newDirectWriter(f File) *directWriter {
+	d := &directWriter{f: f, full: make(chan []byte, directBuffers), free: make(chan []byte, directBuffers), done: make(chan error, 1)}
+	d.buf = alignedBuffer()
+	d.free <- alignedBuffer()
+	full, free := d.full, d.free
+	go func() {
+		var err error
+		for b := range full {
+			if err == nil {
+				_, err = f.Write(b)
+			}
+			free <- b[:cap(b)]
+		}
+		d.done <- err
+	}()
+	return d
+}
+
+func (d *directWriter) Write(p []byte) (int, error) {
+	written := 0
+	for len(p) > 0 {
+		c := copy(d.buf[d.n:], p)
+		d.n += c
+		p = p[c:]
+		written += c
+		if d.n == len(d.buf) {
+			d.full <- d.buf
+			d.buf, d.n = <-d.free, 0
+		}
+	}
+	d.size += int64(written)
+	return written, nil
+}
+
+// finish writes what is buffered and sets the file's length to the bytes given to Write.
+func (d *directWriter) finish() error {
+	if d.n > 0 {
+		padded := (d.n + directAlign - 1) / directAlign * directAlign
+		clear(d.buf[d.n:padded])
+		d.full <- d.buf[:padded]
+	}
+	close(d.full)
+	if err := <-d.done; err != nil {
+		return err
+	}
+	if err := d.f.Truncate(d.size); err != nil {
+		return fmt.Errorf("setting the length: %w", err)
+	}
+	return nil
+}
+
+// abandon stops the writer goroutine after a failure elsewhere.
+func (d *directWriter) abandon() {
+	close(d.full)
+	<-d.done
+}
