@@ -11,6 +11,9 @@ var (
 	// ErrSaveInProgress reports a snapshot asked for while another is being written.
 	ErrSaveInProgress = errors.New("persist: a snapshot is already being written")
 
+	// ErrRewriteInProgress reports a log rewrite asked for while one is being written.
+	ErrRewriteInProgress = errors.New("persist: a log rewrite is already being written")
+
 	// ErrClosed reports a use of a Store after Close.
 	ErrClosed = errors.New("persist: store closed")
 )

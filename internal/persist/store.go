@@ -72,6 +72,7 @@ type Store struct {
 	lastRewrite  atomic.Int64 // seconds, -1 for none
 	rewriteOK    atomic.Bool
 	rewriteSched atomic.Bool
+	saveSched    atomic.Bool
 	baseSize     atomic.Int64 // bytes of the last snapshot
 	loadedKeys   atomic.Int64
 	stopping     atomic.Bool
@@ -113,6 +114,13 @@ func (st *Store) config() Config {
 	st.cfgMu.Lock()
 	defer st.cfgMu.Unlock()
 	return st.cfg
+}
+
+// SetLogger sets the logger of the store's messages; call it before Load.
+func (st *Store) SetLogger(l *slog.Logger) {
+	if l != nil {
+		st.log = l
+	}
 }
 
 // SetFsync changes appendfsync.
@@ -477,18 +485,39 @@ func (st *Store) openLog(seq uint64, size int64) (*logFile, error) {
 	return lf, nil
 }
 
-// Save writes a snapshot and returns when it is on disk (SAVE). Other clients go on meanwhile.
-func (st *Store) Save() error { return st.snapshot(kindSave) }
+// Save writes a snapshot and returns when it is on disk (SAVE), or returns ErrSaveInProgress if
+// one is being written. It pauses every command for the instant of the snapshot (see
+// Keyspace.Pause), so it must not be called from inside a command.
+func (st *Store) Save() error {
+	if st.closed.Load() {
+		return ErrClosed
+	}
+	if !st.saving.CompareAndSwap(0, kindSave) {
+		return ErrSaveInProgress
+	}
+	return st.snapshotLocked(kindSave)
+}
 
-// BackgroundSave starts writing a snapshot (BGSAVE), or returns ErrSaveInProgress.
-func (st *Store) BackgroundSave() error { return st.background(kindSave) }
+// BackgroundSave starts writing a snapshot (BGSAVE), or returns ErrSaveInProgress. With
+// schedule, a snapshot in progress is not an error: another starts when it ends.
+func (st *Store) BackgroundSave(schedule bool) (scheduled bool, err error) {
+	err = st.background(kindSave)
+	if errors.Is(err, ErrSaveInProgress) && schedule {
+		st.saveSched.Store(true)
+		return true, nil
+	}
+	return false, err
+}
 
 // BackgroundRewrite starts a log rewrite (BGREWRITEAOF): a snapshot, after which the log starts
-// anew. If a snapshot is being written, the rewrite is scheduled for when it ends, and
-// scheduled is true.
+// anew. If a snapshot (not a rewrite) is being written, the rewrite is scheduled for when it
+// ends, and scheduled is true; if a rewrite is, the error is ErrRewriteInProgress.
 func (st *Store) BackgroundRewrite() (scheduled bool, err error) {
 	err = st.background(kindRewrite)
 	if errors.Is(err, ErrSaveInProgress) {
+		if st.saving.Load() == kindRewrite {
+			return false, ErrRewriteInProgress
+		}
 		st.rewriteSched.Store(true)
 		return true, nil
 	}
@@ -508,17 +537,6 @@ func (st *Store) background(kind int32) error {
 		st.snapshotLocked(kind)
 	}()
 	return nil
-}
-
-// snapshot writes a snapshot now, waiting for one in progress to end first.
-func (st *Store) snapshot(kind int32) error {
-	for !st.saving.CompareAndSwap(0, kind) {
-		if st.closed.Load() {
-			return ErrClosed
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	return st.snapshotLocked(kind)
 }
 
 // snapshotLocked writes a snapshot; st.saving is already set to kind, and is cleared at the end.
@@ -714,9 +732,14 @@ func (st *Store) cron() {
 		now := time.Now()
 		// After a failure, wait 5 seconds before trying again (as Redis does).
 		retryOK := st.lastOK.Load() || now.UnixMilli()-st.lastTry.Load() >= 5000
-		if st.rewriteSched.Load() {
-			if st.background(kindRewrite) == nil {
+		if st.rewriteSched.Load() || st.saveSched.Load() {
+			kind := int32(kindSave)
+			if st.rewriteSched.Load() {
+				kind = kindRewrite
+			}
+			if st.background(kind) == nil {
 				st.rewriteSched.Store(false)
+				st.saveSched.Store(false)
 			}
 			continue
 		}
@@ -760,8 +783,9 @@ func (st *Store) logBytes() int64 {
 }
 
 // Close ends the store after the server's last command: it stops the background work, abandons
-// a background snapshot in progress, writes a snapshot if save is set, and writes and syncs the
-// log. SHUTDOWN and a signal call it with save set when there are save rules (or SHUTDOWN SAVE).
+// a background snapshot in progress, writes a snapshot if save is set and anything changed since
+// the last one, and writes and syncs the log. A shutdown calls it with save set when there are
+// save rules (or SHUTDOWN SAVE), as Redis does.
 func (st *Store) Close(save bool) error {
 	if !st.closed.CompareAndSwap(false, true) {
 		return ErrClosed
@@ -775,7 +799,7 @@ func (st *Store) Close(save bool) error {
 	st.bg.Wait()
 	st.stopping.Store(false)
 	var err error
-	if save {
+	if save && (st.dirty.Load() > 0 || st.saves.Load() == 0 && st.baseSize.Load() == 0) {
 		st.saving.Store(kindSave)
 		err = st.snapshotLocked(kindSave)
 	}
