@@ -179,10 +179,13 @@ func (a *appender) flush(target uint64, sync bool) error {
 	a.segs = append(a.segs[:0], last)
 	a.mu.Unlock()
 
-	for _, s := range taken {
+	for i, s := range taken {
 		if s.lf.dead.Load() {
 			if s.closed {
+				a.syncMu.Lock()
 				s.lf.f.Close()
+				a.cur.Store(taken[i+1].lf)
+				a.syncMu.Unlock()
 			}
 			continue
 		}
@@ -200,6 +203,8 @@ func (a *appender) flush(target uint64, sync bool) error {
 			err := syncFile(s.lf.f)
 			if err == nil {
 				err = s.lf.f.Close()
+				// The background sync must never find a closed file here.
+				a.cur.Store(taken[i+1].lf)
 			}
 			a.syncMu.Unlock()
 			if err != nil {
