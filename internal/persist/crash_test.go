@@ -243,7 +243,7 @@ func crashRounds(t *testing.T, fsync string, budget time.Duration, lossWindow ti
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 1))
 	t.Logf("seed time %d", time.Now().UnixNano())
 	start := time.Now()
-	var rounds, checked, lost int
+	var rounds, checked, lost, torn, snapshots int
 	var killed time.Time
 	for rounds = 0; rounds < 60 && time.Since(start) < budget; rounds++ {
 		p := startBloomd(t, dir, args...)
@@ -271,6 +271,8 @@ func crashRounds(t *testing.T, fsync string, budget time.Duration, lossWindow ti
 		p.kill()
 		cancel()
 		wg.Wait()
+		torn += bytes.Count(p.stderr.Bytes(), []byte("dropping a torn record"))
+		snapshots += bytes.Count(p.stderr.Bytes(), []byte("snapshot saved"))
 		if t.Failed() {
 			t.Logf("bloomd's log:\n%s", p.stderr)
 			return
@@ -280,7 +282,9 @@ func crashRounds(t *testing.T, fsync string, budget time.Duration, lossWindow ti
 	defer p.kill()
 	n, late := verify(t, p.addr, a, killed.Add(-lossWindow))
 	checked, lost = n, lost+late
-	t.Logf("%d rounds in %s: %d acknowledged items all present (%d within the loss window missing)", rounds, time.Since(start).Round(time.Millisecond), checked, lost)
+	torn += bytes.Count(p.stderr.Bytes(), []byte("dropping a torn record"))
+	t.Logf("%d rounds in %s: %d acknowledged items all present (%d within the loss window missing); %d snapshots completed, %d torn records dropped at start-up",
+		rounds, time.Since(start).Round(time.Millisecond), checked, lost, snapshots, torn)
 	if rounds < 3 {
 		t.Fatalf("only %d rounds ran", rounds)
 	}

@@ -77,6 +77,7 @@ type Store struct {
 	loadedKeys   atomic.Int64
 	stopping     atomic.Bool
 
+	lock     File           // the directory's lock file, held while the store is open
 	bg       sync.WaitGroup // background snapshots
 	stop     chan struct{}
 	cronDone chan struct{}
@@ -168,6 +169,28 @@ func (st *Store) tempPath() string {
 	return filepath.Join(st.cfg.Dir, "temp-"+strconv.Itoa(os.Getpid())+"-"+st.cfg.DBFilename)
 }
 
+// lockDir takes an exclusive lock on <dbfilename>.lock in the directory, so that two servers
+// never load and append to the same files. The kernel releases it when the process ends,
+// however it ends.
+func (st *Store) lockDir() error {
+	path := filepath.Join(st.cfg.Dir, st.cfg.DBFilename+".lock")
+	f, err := st.fs.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return fmt.Errorf("persist: %w", err)
+	}
+	if fd, ok := f.(interface{ Fd() uintptr }); ok {
+		if err := syscall.Flock(int(fd.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+			f.Close()
+			if errors.Is(err, syscall.EWOULDBLOCK) {
+				return fmt.Errorf("persist: another bloomd uses the data files in %s (it holds %s)", st.cfg.Dir, path)
+			}
+			return fmt.Errorf("persist: locking %s: %w", path, err)
+		}
+	}
+	st.lock = f
+	return nil
+}
+
 // scanDir returns the sequence numbers of the log files in the directory, sorted, and removes
 // temporary snapshots that a crash left behind.
 func (st *Store) scanDir() ([]uint64, error) {
@@ -206,6 +229,9 @@ func (st *Store) Load(ks Keyspace) error {
 	defer ks.SetLoading(false)
 	start := time.Now()
 
+	if err := st.lockDir(); err != nil {
+		return err
+	}
 	seqs, err := st.scanDir()
 	if err != nil {
 		return err
@@ -807,6 +833,9 @@ func (st *Store) Close(save bool) error {
 		if cerr := a.close(); err == nil {
 			err = cerr
 		}
+	}
+	if st.lock != nil {
+		st.lock.Close()
 	}
 	return err
 }
