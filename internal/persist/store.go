@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
@@ -246,7 +247,12 @@ func (st *Store) Load(ks Keyspace) error {
 			return fmt.Errorf("persist: %s: %w", st.snap, err)
 		}
 		var stats SnapshotStats
+		// The snapshot is filters' bit arrays, which hold no pointers: collecting garbage while
+		// they are allocated only interrupts the copying (the collector stops the copying
+		// goroutines again and again as the heap grows), so it waits until the end.
+		gc := debug.SetGCPercent(-1)
 		h, stats, err = ReadSnapshot(f, fi.Size(), st.snap, ks)
+		debug.SetGCPercent(gc)
 		f.Close()
 		if err != nil {
 			if errors.Is(err, bloom.ErrCorrupt) {
