@@ -259,8 +259,9 @@ func crashRounds(t *testing.T, fsync string, budget time.Duration, lossWindow ti
 			go func() { defer wg.Done(); stream(ctx, p.addr, id, rounds, a, r) }()
 		}
 		if rng.IntN(3) == 0 {
+			delay := time.Duration(rng.IntN(200)) * time.Millisecond
 			go func() {
-				time.Sleep(time.Duration(rng.IntN(200)) * time.Millisecond)
+				time.Sleep(delay)
 				c := redis.NewClient(&redis.Options{Addr: p.addr, MaxRetries: -1})
 				c.Do(ctx, "BGREWRITEAOF")
 				c.Close()
