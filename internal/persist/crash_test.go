@@ -280,9 +280,9 @@ func crashRounds(t *testing.T, fsync string, budget time.Duration, lossWindow ti
 		}
 	}
 	p := startBloomd(t, dir, args...)
-	defer p.kill()
 	n, late := verify(t, p.addr, a, killed.Add(-lossWindow))
 	checked, lost = n, lost+late
+	p.kill()
 	torn += bytes.Count(p.stderr.Bytes(), []byte("dropping a torn record"))
 	t.Logf("%d rounds in %s: %d acknowledged items all present (%d within the loss window missing); %d snapshots completed, %d torn records dropped at start-up",
 		rounds, time.Since(start).Round(time.Millisecond), checked, lost, snapshots, torn)
