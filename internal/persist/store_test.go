@@ -86,7 +86,9 @@ func files(t *testing.T, dir string) []string {
 	ents, _ := os.ReadDir(dir)
 	var names []string
 	for _, e := range ents {
-		names = append(names, e.Name())
+		if !strings.HasSuffix(e.Name(), ".lock") { // the directory's lock (see lockDir)
+			names = append(names, e.Name())
+		}
 	}
 	return names
 }
@@ -315,6 +317,17 @@ func TestStoreSaveFailure(t *testing.T) {
 	}
 	if err := st.Save(); err != nil || !strings.Contains(string(st.AppendInfo(nil, "persistence")), "rdb_last_bgsave_status:ok") {
 		t.Fatalf("save after the failure: %v", err)
+	}
+}
+
+// TestStoreLock: a second store on the same directory refuses to load.
+func TestStoreLock(t *testing.T) {
+	dir := t.TempDir()
+	if _, _, err := load(t, dir, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := load(t, dir, nil); err == nil || !strings.Contains(err.Error(), "another bloomd") {
+		t.Fatalf("second store on one directory: %v", err)
 	}
 }
 
