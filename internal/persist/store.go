@@ -239,7 +239,7 @@ func (st *Store) Load(ks Keyspace) error {
 	}
 	h := SnapshotHeader{LogSeq: 1}
 	haveSnap := false
-	if f, err := st.fs.OpenFile(st.snap, os.O_RDONLY, 0); err == nil {
+	if f, direct, err := st.openSnapshot(); err == nil {
 		haveSnap = true
 		fi, err := f.Stat()
 		if err != nil {
@@ -251,7 +251,13 @@ func (st *Store) Load(ks Keyspace) error {
 		// they are allocated only interrupts the copying (the collector stops the copying
 		// goroutines again and again as the heap grows), so it waits until the end.
 		gc := debug.SetGCPercent(-1)
-		h, stats, err = ReadSnapshot(f, fi.Size(), st.snap, ks)
+		var r io.Reader = f
+		if direct {
+			dr := newDirectReader(f)
+			defer dr.close()
+			r = dr
+		}
+		h, stats, err = ReadSnapshot(r, fi.Size(), st.snap, ks)
 		debug.SetGCPercent(gc)
 		f.Close()
 		if err != nil {
@@ -352,6 +358,15 @@ func (st *Store) Load(ks Keyspace) error {
 	st.loaded.Store(true)
 	go st.cron()
 	return nil
+}
+
+// openSnapshot opens the snapshot for reading, with direct I/O where the file system allows it.
+func (st *Store) openSnapshot() (f File, direct bool, err error) {
+	if f, err := st.fs.OpenFile(st.snap, os.O_RDONLY|syscall.O_DIRECT, 0); err == nil {
+		return f, true, nil
+	}
+	f, err = st.fs.OpenFile(st.snap, os.O_RDONLY, 0)
+	return f, false, err
 }
 
 // replay runs the records of log seq. It returns the number of records and the offset after the
