@@ -74,7 +74,8 @@
 // before it is synced and closed. A crash in the middle of a write can leave the last record of
 // the last log cut short, or followed by nothing but zero bytes (a file extended without its
 // data); start-up drops that record with a warning naming the offset and truncates the log
-// there. Any other damage (a checksum, a size or a header wrong anywhere else, a torn record in
+// there (a log that holds no record yet after it, created for a snapshot when the crash came, is
+// removed first, so that the log before it counts as the last). Any other damage (a checksum, a size or a header wrong anywhere else, a torn record in
 // a log that another follows, a gap in the numbers) refuses to start with a message naming the
 // file, the offset, and the repair: `bloomd check-aof --fix FILE` truncates a log at its last
 // good record and says how many records that loses. A record that fails when replayed also

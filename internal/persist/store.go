@@ -301,6 +301,26 @@ func (st *Store) Load(ks Keyspace) error {
 			return fmt.Errorf("persist: %s is missing between %s and %s; restore it (the logs after it depend on it)", st.logPath(h.LogSeq+uint64(i)), st.logPath(live[i-1]), st.logPath(live[i]))
 		}
 	}
+	// A log that holds no record yet, after another: the crash came after it was created for a
+	// snapshot and before any record went to it, so the log before it may still be the one
+	// whose last write was cut short. Drop it and let that one be the last.
+	for len(live) > 1 {
+		seq := live[len(live)-1]
+		f, err := st.fs.OpenFile(st.logPath(seq), os.O_RDONLY, 0)
+		if err != nil {
+			return fmt.Errorf("persist: %w", err)
+		}
+		fi, err := f.Stat()
+		f.Close()
+		if err != nil || fi.Size() > logHeaderSize {
+			break
+		}
+		st.log.Info("removing a log that holds no record, after another", "file", st.logPath(seq))
+		if err := st.fs.Remove(st.logPath(seq)); err != nil {
+			return fmt.Errorf("persist: %w", err)
+		}
+		live = live[:len(live)-1]
+	}
 	records := 0
 	var lastEnd int64
 	for i, seq := range live {

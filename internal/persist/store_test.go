@@ -258,6 +258,34 @@ func TestStoreTornNonLastLog(t *testing.T) {
 	}
 }
 
+// TestStoreEmptyLogAfterTornOne: the crash came after a snapshot created its new log and before
+// any record went to it, while the last write to the old log was cut short: the empty log goes,
+// and the old one's torn tail is dropped as the last log's.
+func TestStoreEmptyLogAfterTornOne(t *testing.T) {
+	dir := t.TempDir()
+	st, _, _ := load(t, dir, nil)
+	write(t, st, "BF.ADD k a", "BF.ADD k b")
+	if _, err := st.createLog(2); err != nil {
+		t.Fatal(err)
+	}
+	st.Close(false)
+	p := filepath.Join(dir, "appendonly.aof.1")
+	b, _ := os.ReadFile(p)
+	os.WriteFile(p, b[:len(b)-2], 0o644)
+	st, ks, err := load(t, dir, nil)
+	if err != nil || !slices.Equal(ks.replayed, []string{"BF.ADD k a"}) {
+		t.Fatalf("%v, replayed %q", err, ks.replayed)
+	}
+	write(t, st, "BF.ADD k c")
+	st.Close(false)
+	if got := files(t, dir); !slices.Equal(got, []string{"appendonly.aof.1"}) {
+		t.Fatalf("files %v", got)
+	}
+	if _, ks, err = load(t, dir, nil); err != nil || !slices.Equal(ks.replayed, []string{"BF.ADD k a", "BF.ADD k c"}) {
+		t.Fatalf("%v, replayed %q", err, ks.replayed)
+	}
+}
+
 func TestStoreTransactions(t *testing.T) {
 	dir := t.TempDir()
 	st, _, _ := load(t, dir, nil)
