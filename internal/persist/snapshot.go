@@ -79,8 +79,39 @@ type Item struct {
 	Key    string
 	Expire int64             // unix ms; 0 for none
 	Chain  *redisbloom.Chain // the filter; nil for a string
-	Header []byte            // the chain's BF.SCANDUMP header at the moment of the snapshot
 	Value  []byte            // a string's value
+
+	// A filter's links and counts at the instant of the snapshot: either its whole header
+	// (Chain.Header), or, cheaper to take while every client waits, its number of links
+	// (Chain.NumFilters) and items (Chain.Card), from which the header is rebuilt later (see
+	// headerAt).
+	Header []byte
+	Links  int
+	Count  uint64
+}
+
+// headerAt returns the BF.SCANDUMP header ch had when it had links links and count items,
+// rebuilt from its header now. That is exact because only the newest link counts adds: the
+// links older than the newest at that instant have kept their counts since, and the newest
+// then held count minus theirs. Links added since are left out.
+func headerAt(ch *redisbloom.Chain, links int, count uint64) ([]byte, error) {
+	h := ch.Header()
+	le := binary.LittleEndian
+	if links < 1 || int(le.Uint32(h[8:])) < links {
+		return nil, fmt.Errorf("the filter has %d sub-filters, fewer than the %d it had", le.Uint32(h[8:]), links)
+	}
+	h = h[:20+53*links]
+	var older uint64
+	for i := range links - 1 {
+		older += le.Uint64(h[20+53*i+16:])
+	}
+	if older > count {
+		return nil, fmt.Errorf("its older sub-filters count %d items, more than the %d it had", older, count)
+	}
+	le.PutUint64(h[0:], count)
+	le.PutUint32(h[8:], uint32(links))
+	le.PutUint64(h[20+53*(links-1)+16:], count-older)
+	return h, nil
 }
 
 // A Sink receives the keys of a snapshot being read.
@@ -139,6 +170,11 @@ func WriteSnapshot(w io.Writer, h SnapshotHeader, items []Item) (int64, error) {
 		if it.Chain != nil {
 			kind, meta = kindFilter, it.Header
 			var err error
+			if meta == nil {
+				if meta, err = headerAt(it.Chain, it.Links, it.Count); err != nil {
+					return cw.n, fmt.Errorf("persist: key %q: %w", it.Key, err)
+				}
+			}
 			if sizes, err = linkBytes(meta); err != nil {
 				return cw.n, fmt.Errorf("persist: key %q: %w", it.Key, err)
 			}

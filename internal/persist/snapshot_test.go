@@ -154,6 +154,25 @@ func TestSnapshotHeaderFromTheMomentOfTheSnapshot(t *testing.T) {
 	}
 }
 
+// TestHeaderAt: the header rebuilt from the number of links and items taken at an instant is the
+// header of that instant, however the chain grew and counted since.
+func TestHeaderAt(t *testing.T) {
+	ch, _ := redisbloom.NewChain(10, 0.01, 2, false, nil)
+	for i := range 200 {
+		before, links, count := ch.Header(), ch.NumFilters(), ch.Card()
+		for j := range 1 + i%37 {
+			ch.Add(fmt.Appendf(nil, "%d-%d", i, j))
+		}
+		got, err := headerAt(ch, links, count)
+		if err != nil || !bytes.Equal(got, before) {
+			t.Fatalf("step %d: headerAt(%d links, %d items) = %x, %v; want %x", i, links, count, got, err, before)
+		}
+	}
+	if _, err := headerAt(ch, ch.NumFilters()+1, ch.Card()); err == nil {
+		t.Fatal("headerAt accepted more links than the chain has")
+	}
+}
+
 // TestSnapshotEveryByteMatters flips every byte of a snapshot, and cuts it at every length: each
 // is refused as corrupt, never loaded as something else.
 func TestSnapshotEveryByteMatters(t *testing.T) {

@@ -649,13 +649,17 @@ func (st *Store) snapshotLocked(kind int32) (err error) {
 	}
 	var items []Item
 	var dirty int64
+	var paused time.Duration
 	st.ks.Pause(func() {
+		t := time.Now()
 		items = st.ks.Capture()
 		if next != nil {
 			app.rotate(next)
 		}
 		dirty = st.dirty.Load()
+		paused = time.Since(t)
 	})
+	st.log.Info("snapshot started", "keys", len(items), "pause_ms", float64(paused.Microseconds())/1000)
 	if next != nil {
 		st.nextSeq = seq + 1
 		st.logsMu.Lock()
