@@ -150,16 +150,16 @@ func (f *Filter) probe(h1, h2 uint64) bool {
 		x := h1
 		for range f.k {
 			b := f.div.mod63(x & math.MaxInt64)
-			miss |= ^atomic.LoadUint64(&f.bits[b>>6]) >> (b & 63)
+			miss |= bitMask[b&63] &^ atomic.LoadUint64(&f.bits[b>>6])
 			x += h2
 		}
-		return miss&1 == 0
+		return miss == 0
 	}
 	for i := range f.k {
 		b := f.location(h1, h2, i)
-		miss |= ^atomic.LoadUint64(&f.bits[b>>6]) >> (b & 63)
+		miss |= bitMask[b&63] &^ atomic.LoadUint64(&f.bits[b>>6])
 	}
-	return miss&1 == 0
+	return miss == 0
 }
 
 // The classic batch probes without a separate touch pass: its probe already issues k independent
