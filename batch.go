@@ -15,7 +15,7 @@ import (
 //
 //   - small filters (mostly cached): hash batchSize keys, then probe them all in a loop without
 //     data-dependent branches;
-//   - blocked filters, and classic and counting filters over 32 MiB: software pipelining. The
+//   - blocked filters over 4 MiB, classic and counting ones over 32 MiB: software pipelining. The
 //     keys are hashed in small groups; the words of the next group are prefetched (PREFETCHT0
 //     on amd64, which retires at once; plain loads elsewhere) while the current group, whose
 //     words were prefetched a group earlier, is probed or added.

@@ -1,6 +1,7 @@
 package bloom_test
 
 import (
+	"bytes"
 	"encoding/binary"
 	"hash/crc32"
 	"testing"
@@ -40,4 +41,18 @@ func mustMarshal(t testing.TB, f interface{ MarshalBinary() ([]byte, error) }) [
 		t.Fatal(err)
 	}
 	return b
+}
+
+func mustBlocked(t testing.TB) *bloom.Blocked {
+	t.Helper()
+	f, err := bloom.NewBlocked(100, 0.01)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// withCRC appends the CRC-32C trailer of payload.
+func withCRC(payload []byte) []byte {
+	return binary.LittleEndian.AppendUint32(bytes.Clone(payload), crc32.Checksum(payload, crc32.MakeTable(crc32.Castagnoli)))
 }
