@@ -352,8 +352,12 @@ func TestConcurrentAdds(t *testing.T) {
 	if c.Card() != uint64(total) {
 		t.Errorf("Card %d, Adds reporting new %d", c.Card(), total)
 	}
-	if total < writers*perWriter*99/100 {
-		t.Errorf("only %d of %d distinct items reported new", total, writers*perWriter)
+	// A distinct item is reported present only by a false positive of some link. The chain's
+	// compound false-positive rate is below error/(1-0.5) = 2% (each link tightens the error by
+	// half), so at least 98% must be new. (The same items added sequentially: 19822 new, 0.89%
+	// false positives; the order that concurrency gives moves that a little either way.)
+	if total < writers*perWriter*98/100 {
+		t.Errorf("only %d of %d distinct items reported new (more than the chain's 2%% false-positive bound)", total, writers*perWriter)
 	}
 	for i, l := range c.Links() {
 		if l.Items > l.Capacity {
