@@ -89,6 +89,27 @@ func TestOneRoundTrip(t *testing.T) {
 	// A split filter: one call per part per script chunk, still one pipeline.
 	check("split Add", 0, 1, 7, 7, 0, func() error { _, err := split.Add(ctx, []byte("a")); return err })
 	check("split AddMany", 0, 1, 48, 48, 0, func() error { _, err := split.AddMany(ctx, batch); return err })
+	// A batch larger than PipelineKeys is chunked: 1000 keys at 300 per round trip are pipelines
+	// of 300, 300 and 300 keys (2 script calls each) and a last round trip of 100 keys (1 call,
+	// sent alone); every answer is still there.
+	chunked, err := New(ctx, c, uniqueName(t), 10000, 0.01, &Options{PipelineKeys: 300})
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("chunked AddMany", 1, 3, 6, 7, 0, func() error {
+		r, err := chunked.AddMany(ctx, batch)
+		if err == nil && (len(r) != len(batch) || strings.Count(formatBools(r), "1") < 990) {
+			t.Errorf("chunked AddMany returned %d answers, %d new; want %d, nearly all new", len(r), strings.Count(formatBools(r), "1"), len(batch))
+		}
+		return err
+	})
+	check("chunked TestMany", 1, 3, 6, 7, 0, func() error {
+		r, err := chunked.TestMany(ctx, batch)
+		if err == nil && formatBools(r) != strings.Repeat("1", len(batch)) {
+			t.Errorf("chunked TestMany lost keys: %s", formatBools(r))
+		}
+		return err
+	})
 
 	if _, err := srv.Do("SCRIPT", "FLUSH"); err != nil {
 		t.Fatal(err)
