@@ -268,19 +268,38 @@ func TestLargerThan2To32Bits(t *testing.T) {
 		f.Add(k)
 	}
 	high := 0
+	var highKey []byte
+	var highBit uint64
 	for _, k := range keys {
 		if !f.Test(k) {
 			t.Fatal("false negative in a filter of more than 2^32 bits")
 		}
 		for _, b := range bloom.Guava64.Locations(nil, k, 3, m) {
-			if b >= 1<<32 {
-				high++
+			if b < 1<<32 {
+				continue
 			}
+			high++
+			// The filter itself must have set the bit there, not one truncated to 32 bits.
+			var w [1]byte
+			if _, err := f.ReadAt(w[:], int64(b>>3)); err != nil || w[0]&(1<<(b&7)) == 0 {
+				t.Fatalf("bit %d (above 2^32) of an added key is not set in the array (%v)", b, err)
+			}
+			highKey, highBit = k, b
 		}
 	}
 	// Positions are uniform in [0, m): about 1.5% of them land above 2^32.
 	if want := 60_000 * (m - 1<<32) / m; high < int(want)/2 {
 		t.Errorf("%d of 60000 positions above 2^32, want about %d", high, want)
+	}
+	// Test must read the bit above 2^32 too: with it cleared, its key tests absent.
+	var w [1]byte
+	f.ReadAt(w[:], int64(highBit>>3))
+	w[0] &^= 1 << (highBit & 7)
+	if _, err := f.WriteAt(w[:], int64(highBit>>3)); err != nil {
+		t.Fatal(err)
+	}
+	if f.Test(highKey) {
+		t.Errorf("Test ignores bit %d above 2^32: the key still tests present with it cleared", highBit)
 	}
 	var buf [8]byte
 	if _, err := f.ReadAt(buf[:], (m-64)/8); err != nil {
