@@ -297,3 +297,80 @@ func TestScalableDecodeRefuses(t *testing.T) {
 		}
 	}
 }
+
+// Link i holds n·growth^i keys at rate p·(1−r)·r^i, each sized with the 3% margin the type
+// documents: the first link at p·(1−r), every later one tighter by r.
+func TestScalableLinkSizing(t *testing.T) {
+	const n, p = 1000, 0.01
+	for _, c := range []struct {
+		name string
+		opts *bloom.ScalableOptions
+		g    uint64
+		r    float64
+	}{
+		{"defaults", nil, 2, 0.5},
+		{"growth 3 r 0.7", &bloom.ScalableOptions{Growth: 3, Tightening: 0.7}, 3, 0.7},
+		{"blocked", &bloom.ScalableOptions{Blocked: true}, 2, 0.5},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s, err := bloom.NewScalable(n, p, c.opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			blocked := c.opts != nil && c.opts.Blocked
+			// linkSize is what a link of the given capacity and rate must be.
+			linkSize := func(capacity uint64, rate float64) (uint64, int) {
+				if blocked {
+					m, k, _, err := bloom.BlockedSize(capacity, rate)
+					if err != nil {
+						t.Fatal(err)
+					}
+					return m, k
+				}
+				m, k, err := bloom.GuavaSize(capacity, rate*0.97)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return m, k
+			}
+			var wantM, capacity uint64
+			keys := conformance.Keys(3, 20_000)
+			used := 0
+			for i := range 4 {
+				linkCap := n * uint64(math.Pow(float64(c.g), float64(i)))
+				m, k := linkSize(linkCap, p*(1-c.r)*math.Pow(c.r, float64(i)))
+				wantM += m
+				capacity += linkCap
+				if i == 0 && s.Info().K != k {
+					t.Errorf("first link k = %d, want %d (sized for p·(1−r) = %g)", s.Info().K, k, p*(1-c.r))
+				}
+				if got := s.Info().M; s.Links() != i+1 || got != wantM || s.Capacity() != capacity {
+					t.Fatalf("link %d: %d links, %d bits, capacity %d; want %d links, %d bits, capacity %d",
+						i, s.Links(), got, s.Capacity(), i+1, wantM, capacity)
+				}
+				// Fill the newest link to its capacity and add one more key: the next link appears.
+				for s.Count() <= capacity && used < len(keys) {
+					s.Add(keys[used])
+					used++
+				}
+			}
+		})
+	}
+}
+
+func TestScalableAddTestAllocateNothing(t *testing.T) {
+	for _, opts := range []*bloom.ScalableOptions{nil, {Blocked: true}} {
+		s, _ := bloom.NewScalable(100_000, 0.01, opts)
+		key := []byte("some key of moderate length")
+		for name, fn := range map[string]func(){
+			"Add":        func() { s.Add(key) },
+			"Test":       func() { s.Test(key) },
+			"AddString":  func() { s.AddString("a string key") },
+			"TestString": func() { s.TestString("a string key") },
+		} {
+			if a := testing.AllocsPerRun(100, fn); a != 0 {
+				t.Errorf("blocked=%v: %s allocates %.1f times per call", opts != nil, name, a)
+			}
+		}
+	}
+}
