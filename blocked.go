@@ -14,7 +14,8 @@ import (
 // cache line), in a few 64-bit words of it, so Add and Test cost one hash and one memory access
 // where a classic filter pays k. The price is memory: blocks fill unevenly, so reaching a rate p
 // takes more bits per key than a classic filter (at p = 0.01, 10.35 instead of 9.6);
-// BlockedSize compensates exactly, and the measured rates are in blocked_test.go.
+// BlockedSize compensates exactly. The table of bits per key against p, with the rates measured
+// at capacity, is in blocked_sizing.go (TestFPPTable measures them; BENCHMARKS.md has them all).
 //
 // The 512 bits of a block are 8 words. A key picks its block, then sets b bits in each of z of
 // the block's words ("sectors", Lang et al., "Performance-optimal filtering", VLDB 2019): the
