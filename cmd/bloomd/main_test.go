@@ -47,57 +47,153 @@ func roundTrip(addr, cmd string) (string, error) {
 	return bufio.NewReader(nc).ReadString('\n')
 }
 
-// TestBloomd runs the real binary: it serves, shuts down cleanly on SIGTERM, and reports a taken
-// port naming --port.
-func TestBloomd(t *testing.T) {
-	bin := build(t)
+// A daemon is one bloomd process.
+type daemon struct {
+	cmd    *exec.Cmd
+	addr   string
+	stderr *bytes.Buffer
+	exited chan error
+}
+
+// start runs bin on a free port with its data files in dir and waits until it answers PING.
+func start(t *testing.T, bin, dir string, args ...string) *daemon {
+	t.Helper()
 	port := freePort(t)
-	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	cmd := exec.Command(bin, "--port", fmt.Sprint(port), "--loglevel", "notice")
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
+	d := &daemon{addr: fmt.Sprintf("127.0.0.1:%d", port), stderr: new(bytes.Buffer), exited: make(chan error, 1)}
+	d.cmd = exec.Command(bin, append([]string{"--port", fmt.Sprint(port), "--dir", dir}, args...)...)
+	d.cmd.Stderr = d.stderr
+	if err := d.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	defer cmd.Process.Kill()
+	go func() { d.exited <- d.cmd.Wait() }()
+	t.Cleanup(func() { d.cmd.Process.Kill() })
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		if line, err := roundTrip(addr, "PING"); err == nil && line == "+PONG\r\n" {
-			break
+		if line, err := roundTrip(d.addr, "PING"); err == nil && line == "+PONG\r\n" {
+			return d
+		}
+		select {
+		case err := <-d.exited:
+			t.Fatalf("bloomd exited while starting: %v\n%s", err, d.stderr)
+		default:
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("bloomd did not answer PING within 10s:\n%s", stderr.String())
+			t.Fatalf("bloomd did not answer PING within 10s:\n%s", d.stderr)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	if line, _ := roundTrip(addr, "BF.ADD k x"); line != ":1\r\n" {
-		t.Fatalf("BF.ADD: %q", line)
-	}
+}
 
-	// A second bloomd on the same port fails, naming the flag to change.
-	out, err := exec.Command(bin, "--port", fmt.Sprint(port)).CombinedOutput()
-	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 || !strings.Contains(string(out), "--port") {
-		t.Fatalf("second bloomd on port %d: %v\n%s", port, err, out)
-	}
-
-	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+// stop sends SIGTERM and waits for a clean exit.
+func (d *daemon) stop(t *testing.T) {
+	t.Helper()
+	if err := d.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
 	select {
-	case err := <-exited:
+	case err := <-d.exited:
 		if err != nil {
-			t.Fatalf("bloomd exited with %v after SIGTERM:\n%s", err, stderr.String())
+			t.Fatalf("bloomd exited with %v after SIGTERM:\n%s", err, d.stderr)
 		}
 	case <-time.After(15 * time.Second):
 		t.Fatal("bloomd still running 15s after SIGTERM")
 	}
-	for _, want := range []string{"ready to accept connections", "received shutdown signal", "ready to exit"} {
-		if !strings.Contains(stderr.String(), want) {
-			t.Errorf("log lacks %q:\n%s", want, stderr.String())
+}
+
+// TestBloomd runs the real binary: it serves, reports a taken port naming --port, shuts down
+// cleanly on SIGTERM, and finds its filters again when it restarts on the same directory.
+func TestBloomd(t *testing.T) {
+	bin := build(t)
+	dir := t.TempDir()
+	d := start(t, bin, dir, "--loglevel", "notice")
+	if line, _ := roundTrip(d.addr, "BF.ADD k x"); line != ":1\r\n" {
+		t.Fatalf("BF.ADD: %q", line)
+	}
+
+	// A second bloomd on the same port fails, naming the flag to change.
+	port := d.addr[strings.LastIndexByte(d.addr, ':')+1:]
+	out, err := exec.Command(bin, "--port", port, "--dir", t.TempDir()).CombinedOutput()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 || !strings.Contains(string(out), "--port") {
+		t.Fatalf("second bloomd on port %s: %v\n%s", port, err, out)
+	}
+	// A second bloomd on the same data directory fails, naming it.
+	out, err = exec.Command(bin, "--port", fmt.Sprint(freePort(t)), "--dir", dir).CombinedOutput()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 || !strings.Contains(string(out), "another bloomd uses the data files in "+dir) {
+		t.Fatalf("second bloomd on dir %s: %v\n%s", dir, err, out)
+	}
+
+	d.stop(t)
+	for _, want := range []string{"ready to accept connections", "data loaded", "received shutdown signal", "snapshot saved", "ready to exit"} {
+		if !strings.Contains(d.stderr.String(), want) {
+			t.Errorf("log lacks %q:\n%s", want, d.stderr)
 		}
 	}
+
+	d = start(t, bin, dir)
+	for cmd, want := range map[string]string{"BF.EXISTS k x": ":1\r\n", "BF.EXISTS k y": ":0\r\n", "BF.CARD k": ":1\r\n"} {
+		if line, err := roundTrip(d.addr, cmd); line != want {
+			t.Errorf("after restart, %s: %q %v (want %q)", cmd, line, err, want)
+		}
+	}
+	d.stop(t)
+}
+
+// TestCheckAOF damages a log of a killed bloomd: the restart refuses to start, naming the file,
+// the offset and the repair; "bloomd check-aof" reports the damage (exit 1), --fix truncates the
+// log with the count of records lost; then bloomd starts with every record before the damage.
+func TestCheckAOF(t *testing.T) {
+	bin := build(t)
+	dir := t.TempDir()
+	d := start(t, bin, dir, "--save", "", "--appendfsync", "always")
+	for i := range 10 {
+		if line, _ := roundTrip(d.addr, fmt.Sprintf("BF.ADD k item%d", i)); line != ":1\r\n" {
+			t.Fatalf("BF.ADD: %q", line)
+		}
+	}
+	d.cmd.Process.Kill()
+	<-d.exited
+
+	log := filepath.Join(dir, "appendonly.aof.1")
+	b, err := os.ReadFile(log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Flip a byte in the middle of the log: not a torn tail, so not repaired silently.
+	b[len(b)*2/3] ^= 0x40
+	if err := os.WriteFile(log, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(bin, "--port", fmt.Sprint(freePort(t)), "--dir", dir).CombinedOutput()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 || !strings.Contains(string(out), log) ||
+		!strings.Contains(string(out), "offset") || !strings.Contains(string(out), "check-aof --fix") {
+		t.Fatalf("bloomd on a damaged log: %v\n%s", err, out)
+	}
+
+	out, err = exec.Command(bin, "check-aof", log).CombinedOutput()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 || !strings.Contains(string(out), "damage at byte offset") {
+		t.Fatalf("check-aof: %v\n%s", err, out)
+	}
+	out, err = exec.Command(bin, "check-aof", "--fix", log).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "Records lost:") {
+		t.Fatalf("check-aof --fix: %v\n%s", err, out)
+	}
+	out, err = exec.Command(bin, "check-aof", log).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "OK") {
+		t.Fatalf("check-aof after --fix: %v\n%s", err, out)
+	}
+
+	d = start(t, bin, dir, "--save", "")
+	line, _ := roundTrip(d.addr, "BF.CARD k")
+	var card int
+	if _, err := fmt.Sscanf(line, ":%d", &card); err != nil || card < 1 || card >= 10 {
+		t.Fatalf("BF.CARD after the repair: %q (want the items before the damage: 1 to 9)", line)
+	}
+	for i := range card {
+		if line, _ := roundTrip(d.addr, fmt.Sprintf("BF.EXISTS k item%d", i)); line != ":1\r\n" {
+			t.Errorf("item%d, before the damage, is missing after the repair: %q", i, line)
+		}
+	}
+	d.stop(t)
 }
 
 // TestBloomdCommandLine checks --help, a bad flag and a config file.
@@ -113,7 +209,9 @@ func TestBloomdCommandLine(t *testing.T) {
 	}
 	conf := filepath.Join(t.TempDir(), "bloomd.conf")
 	os.WriteFile(conf, []byte("port 0\n"), 0o644)
-	out, err = exec.Command(bin, conf).CombinedOutput()
+	cmd := exec.Command(bin, conf)
+	cmd.Dir = t.TempDir()
+	out, err = cmd.CombinedOutput()
 	if err == nil || !strings.Contains(string(out), "nothing to listen on") {
 		t.Fatalf("config file with port 0: %v\n%s", err, out)
 	}

@@ -43,7 +43,7 @@ start() {
   "$tmp/bloomd" --port "$PORT" --dir "$dir" --save "" --loglevel notice "$@" >>"$dir/bloomd.log" 2>&1 &
   pid=$!
   for _ in $(seq 6000); do
-    redis-cli -p "$PORT" PING >/dev/null 2>&1 && return 0
+    [ "$(redis-cli -p "$PORT" PING 2>/dev/null)" = PONG ] && return 0 # not -LOADING
     kill -0 "$pid" 2>/dev/null || break
     sleep 0.01
   done

@@ -110,7 +110,7 @@ func (s *Server) appendInfo(b []byte, sec string, c *Conn) []byte {
 	case "persistence":
 		b = append(b, "# Persistence\r\n"...)
 		loading := 0
-		if s.ks.loading.Load() {
+		if s.ks.loading.Load() || s.dataLoading.Load() {
 			loading = 1
 		}
 		b = field(b, "loading", loading)
@@ -218,6 +218,7 @@ func configSetCmd(c *Conn, args [][]byte) {
 	old := s.cfg
 	s.cfg = next
 	s.applyConfig(&next)
+	s.applyPersist(&old, &next)
 	if next.Timeout != old.Timeout {
 		s.rearmTimeouts()
 	}

@@ -135,6 +135,11 @@ func registerCommands(mx *Mux) {
 		"INFO [<command-name> ...]", "    Return details about multiple commands.",
 		"DOCS [<command-name> ...]", "    Return documentation details about multiple commands.",
 		"HELP", "    Print this help."))
+	cmd("save", 1, FlagAdmin|FlagNoMulti, 0, 0, 0, "1.0.0", "server", "Synchronously saves the database(s) to disk.", saveCmd)
+	cmd("bgsave", -1, FlagAdmin, 0, 0, 0, "1.0.0", "server", "Asynchronously saves the database(s) to disk.", bgsaveCmd).MaxArgs = 2
+	cmd("bgrewriteaof", 1, FlagAdmin, 0, 0, 0, "1.0.0", "server", "Asynchronously rewrites the append-only file to disk.", bgrewriteaofCmd)
+	cmd("lastsave", 1, FlagLoading|FlagStale|f, 0, 0, 0, "1.0.0", "server", "Returns the Unix timestamp of the last successful save to disk.", lastsaveCmd)
+	cmd("shutdown", -1, FlagAdmin|FlagNoMulti|FlagLoading|FlagStale, 0, 0, 0, "1.0.0", "server", "Synchronously saves the database(s) to disk and shuts down the Redis server.", shutdownCmd).MaxArgs = 5
 	memory := cmd("memory", -2, 0, 0, 0, 0, "4.0.0", "server", "A container for memory diagnostics commands.", nil)
 	sub(memory, "usage", -3, r, "Estimates the memory usage of a key.", memoryUsageCmd).FirstKey = 2
 	module := cmd("module", -2, FlagAdmin, 0, 0, 0, "4.0.0", "server", "A container for module commands.", nil)

@@ -12,6 +12,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/bloomd/bloom/internal/persist"
 )
 
 // Config holds bloomd's settings. Their names and value syntax are redis.conf's, and they can be
@@ -32,6 +34,15 @@ type Config struct {
 	LogFile         string // "" means standard error
 	ProtoMaxBulkLen int64  // longest bulk string a request may carry
 
+	// Durability (see internal/persist and OpenData), with redis.conf's names and meanings.
+	AppendOnly            bool   // appendonly: log every write
+	AppendFsync           string // appendfsync: always, everysec or no
+	DBFilename            string // dbfilename: the snapshot's file name in Dir
+	AppendFilename        string // appendfilename: the logs' base name in Dir
+	Save                  string // save: "seconds changes" pairs; "" for no snapshots by rule
+	AutoAOFRewritePercent int    // auto-aof-rewrite-percentage; 0 turns automatic rewrites off
+	AutoAOFRewriteMinSize int64  // auto-aof-rewrite-min-size, bytes
+
 	// Journal, if not nil, records every write command (see Journal).
 	Journal Journal `json:"-"`
 	// Logger, if not nil, is used instead of one made from LogLevel and LogFile.
@@ -51,6 +62,14 @@ func DefaultConfig() Config {
 		Dir:             ".",
 		LogLevel:        "notice",
 		ProtoMaxBulkLen: 512 << 20,
+
+		AppendOnly:            true,
+		AppendFsync:           "everysec",
+		DBFilename:            persist.DefaultDBFilename,
+		AppendFilename:        persist.DefaultAppendFilename,
+		Save:                  persist.DefaultSave,
+		AutoAOFRewritePercent: 100,
+		AutoAOFRewriteMinSize: 64 << 20,
 	}
 }
 
@@ -116,10 +135,48 @@ var params = []param{
 		return nil
 	}},
 	{"io-threads", false, func(c *Config) string { return strconv.Itoa(c.EventLoops) }, intParam(func(c *Config) *int { return &c.EventLoops }, -1, 128)},
-	// Fixed values that tools read (redis-benchmark asks for save and appendonly).
+	// Durability. appendonly and the file names are fixed once the files are open; the
+	// others apply to the store at once (see Server.applyPersist).
+	{"appendonly", false, func(c *Config) string { return yesNo(c.AppendOnly) }, func(c *Config, v string) error {
+		switch strings.ToLower(v) {
+		case "yes":
+			c.AppendOnly = true
+		case "no":
+			c.AppendOnly = false
+		default:
+			return errors.New("argument must be 'yes' or 'no'")
+		}
+		return nil
+	}},
+	{"appendfsync", true, func(c *Config) string { return c.AppendFsync }, func(c *Config, v string) error {
+		f, err := persist.ParseFsync(strings.ToLower(v))
+		if err != nil {
+			return errors.New("argument must be one of always, everysec, no")
+		}
+		c.AppendFsync = f.String()
+		return nil
+	}},
+	{"dbfilename", false, func(c *Config) string { return c.DBFilename }, fileNameParam(func(c *Config) *string { return &c.DBFilename })},
+	{"appendfilename", false, func(c *Config) string { return c.AppendFilename }, fileNameParam(func(c *Config) *string { return &c.AppendFilename })},
+	{"save", true, func(c *Config) string { return c.Save }, func(c *Config, v string) error {
+		rules, err := persist.ParseSave(v)
+		if err != nil {
+			return errors.New("save takes pairs of seconds and changes, e.g. \"3600 1 300 100\", or \"\" for none")
+		}
+		c.Save = persist.FormatSave(rules)
+		return nil
+	}},
+	{"auto-aof-rewrite-percentage", true, func(c *Config) string { return strconv.Itoa(c.AutoAOFRewritePercent) }, intParam(func(c *Config) *int { return &c.AutoAOFRewritePercent }, 0, math.MaxInt32)},
+	{"auto-aof-rewrite-min-size", true, func(c *Config) string { return strconv.FormatInt(c.AutoAOFRewriteMinSize, 10) }, func(c *Config, v string) error {
+		n, err := parseMemory(v)
+		if err != nil {
+			return err
+		}
+		c.AutoAOFRewriteMinSize = n
+		return nil
+	}},
+	// Fixed values that tools read.
 	{"databases", false, func(*Config) string { return "1" }, fixedParam("1")},
-	{"save", false, func(*Config) string { return "" }, fixedParam("")},
-	{"appendonly", false, func(*Config) string { return "no" }, fixedParam("no")},
 	{"maxmemory-policy", false, func(*Config) string { return "noeviction" }, fixedParam("noeviction")},
 }
 
@@ -135,6 +192,24 @@ func intParam(field func(c *Config) *int, lo, hi int) func(c *Config, v string) 
 			return fmt.Errorf("argument must be an integer between %d and %d", lo, hi)
 		}
 		*field(c) = n
+		return nil
+	}
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}
+
+// fileNameParam sets a file name that lives in dir: a plain name, no directory.
+func fileNameParam(field func(c *Config) *string) func(c *Config, v string) error {
+	return func(c *Config, v string) error {
+		if v == "" || v == "." || v == ".." || strings.ContainsAny(v, "/\\") {
+			return errors.New("must be a plain file name (the directory is set by dir)")
+		}
+		*field(c) = v
 		return nil
 	}
 }
@@ -228,6 +303,7 @@ func parseMemory(v string) (int64, error) {
 func ParseConfig(r io.Reader, name string, c *Config) error {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(nil, 1<<20)
+	sawSave := false
 	for n := 1; sc.Scan(); n++ {
 		line := strings.TrimSpace(sc.Text())
 		if line == "" || line[0] == '#' {
@@ -240,7 +316,16 @@ func ParseConfig(r io.Reader, name string, c *Config) error {
 		if len(words) < 2 && (len(words) == 0 || findParam(words[0]) == nil) {
 			return fmt.Errorf("server: %s line %d: %q is not a setting and a value", name, n, line)
 		}
-		if err := c.Set(words[0], strings.Join(words[1:], " ")); err != nil {
+		value := strings.Join(words[1:], " ")
+		if strings.EqualFold(words[0], "save") {
+			// As in redis.conf, save lines add up: "save 3600 1" then "save 300 100". The first
+			// replaces the default; an empty one clears the rules.
+			if sawSave && value != "" && c.Save != "" {
+				value = c.Save + " " + value
+			}
+			sawSave = true
+		}
+		if err := c.Set(words[0], value); err != nil {
 			return fmt.Errorf("server: %s line %d: %w", name, n, unwrapPrefix(err))
 		}
 	}

@@ -339,6 +339,10 @@ func (c *Conn) call(cmd *Command, args [][]byte) {
 		c.w.Error(arityError(cmd.Name))
 		return
 	}
+	if cmd.Flags&FlagLoading == 0 && c.srv.dataLoading.Load() && c != c.srv.internal {
+		c.reject(errLoading)
+		return
+	}
 	if cmd.Flags&FlagDenyOOM != 0 {
 		if m := c.srv.maxmemory.Load(); m > 0 && c.srv.ks.used.Load() > m && !c.srv.ks.loading.Load() {
 			c.srv.stats.oom.Add(1)

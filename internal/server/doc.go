@@ -50,7 +50,13 @@
 // and never more than the machine's memory, so that a filter that cannot fit is refused rather
 // than taking the process down.
 //
-// # Durability: design for the append-only file and snapshots
+// # Durability
+//
+// Run opens internal/persist's Store on the durability settings (appendonly, appendfsync, save,
+// dir, dbfilename, appendfilename, auto-aof-rewrite-*), makes it the Journal, and loads the data
+// files while it already listens (commands Redis refuses while loading get -LOADING); SAVE,
+// BGSAVE, BGREWRITEAOF, LASTSAVE and SHUTDOWN call the store (persistence.go). What follows is
+// what the server guarantees the store.
 //
 // Every write goes through one place, Conn.propagate, which hands the command to the Journal
 // (Config.Journal) after it took effect and before its reply is flushed; the connection calls

@@ -8,10 +8,16 @@ import (
 	"os"
 	"runtime/pprof"
 	"time"
+
+	"github.com/bloomd/bloom/internal/persist"
 )
 
 // ErrUsage reports a command line that bloomd cannot run with; Run has printed why.
 var ErrUsage = errors.New("server: bad command line")
+
+// ErrDamagedLog reports that "bloomd check-aof" found a damaged log and did not fix it; Run has
+// printed where and how.
+var ErrDamagedLog = persist.ErrDamaged
 
 const usage = `Usage: bloomd [/path/to/bloomd.conf] [--setting value ...]
 
@@ -30,16 +36,34 @@ BF.* commands. Settings use redis.conf names, in the config file or as flags:
   --logfile path           log file (default: standard error)
   --proto-max-bulk-len n   longest bulk string in a request (default 512mb)
 
+Durability (files in --dir; see README.md):
+  --appendonly yes|no      log every write before acknowledging it (default yes)
+  --appendfsync policy     always (fsync before each reply, group-committed), everysec
+                           (default: a crash of the machine loses at most ~1 s) or no
+  --save "secs changes.."  snapshot when at least changes writes in secs seconds
+                           (default "3600 1 300 100 60 10000"; "" for none)
+  --dbfilename name        the snapshot (default dump.bdb)
+  --appendfilename name    the logs' base name (default appendonly.aof: .1, .2, ...)
+  --auto-aof-rewrite-percentage n, --auto-aof-rewrite-min-size bytes
+                           rewrite (snapshot and new log) when the log passes both
+                           (default 100 and 64mb)
+
+  bloomd check-aof [--fix] FILE   check a log; --fix truncates it at its last good record
+
 Examples:
   bloomd
   bloomd --port 6380 --maxmemory 4gb
   bloomd /etc/bloomd.conf --loglevel debug
+  bloomd --dir /var/lib/bloomd --appendfsync always
 `
 
 // Run runs bloomd with the given command-line arguments until ctx is done (SIGINT or SIGTERM in
 // cmd/bloomd), then shuts down gracefully: no new connections, every received command answered,
 // at most 10 seconds. Usage and version requests print to out and return nil.
 func Run(ctx context.Context, args []string, out io.Writer) error {
+	if len(args) > 0 && args[0] == "check-aof" {
+		return checkAOF(args[1:], out)
+	}
 	if len(args) == 1 {
 		switch args[0] {
 		case "-h", "--help", "-help":
@@ -59,11 +83,17 @@ func Run(ctx context.Context, args []string, out io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if err := s.openStore(); err != nil {
+		return err
+	}
 	if file != "" {
 		s.log.Info("configuration loaded", "file", file)
 	}
 	if err := s.Listen(); err != nil {
 		return err
+	}
+	for _, a := range s.Addrs() {
+		s.log.Info("listening; loading the data files", "addr", a.String())
 	}
 	if path := os.Getenv("BLOOMD_CPUPROFILE"); path != "" {
 		// For profiling the hot path under redis-benchmark: a CPU profile of the whole run.
@@ -79,22 +109,92 @@ func Run(ctx context.Context, args []string, out io.Writer) error {
 	}
 	served := make(chan error, 1)
 	go func() { served <- s.Serve() }()
-	select {
-	case err := <-served:
+
+	// Load the data files while clients are answered -LOADING.
+	loaded := make(chan error, 1)
+	go func() { loaded <- s.loadData() }()
+	stop := func(save bool) error {
 		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		s.Shutdown(sctx)
+		if s.Shutdown(sctx) != nil {
+			s.log.Warn("closed connections that did not finish in time")
+		}
+		<-served
+		if err := s.closeData(save); err != nil {
+			s.log.Error("failed to save or sync the data files on exit", "err", err)
+			return fmt.Errorf("server: on exit: %w", err)
+		}
+		s.log.Info("bloomd is now ready to exit, bye bye")
+		return nil
+	}
+	select {
+	case err := <-loaded:
+		if err != nil {
+			s.log.Error("cannot load the data files; bloomd exits (the reason follows on standard error)")
+			sctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			defer cancel()
+			s.Shutdown(sctx)
+			<-served
+			return err
+		}
+		s.log.Info("bloomd ready to accept connections")
+	case err := <-served:
+		s.Shutdown(context.Background())
 		return err
 	case <-ctx.Done():
+		// Nothing was written yet but what the load repairs; it is abandoned with the process.
+		s.log.Info("received shutdown signal while loading; exiting without saving")
+		sctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		s.Shutdown(sctx)
+		<-served
+		return nil
 	}
-	s.log.Info("received shutdown signal; finishing the commands in flight")
-	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	err = s.Shutdown(sctx)
-	<-served
-	if err != nil {
-		s.log.Warn("closed connections that did not finish in time")
+
+	save := s.store.Rules() // as Redis: a signal saves when there are save rules
+	select {
+	case err := <-served:
+		stop(false)
+		return err
+	case <-ctx.Done():
+		s.log.Info("received shutdown signal; finishing the commands in flight")
+	case save = <-s.ShutdownRequested():
+		s.log.Info("shutting down on request; finishing the commands in flight")
 	}
-	s.log.Info("bloomd is now ready to exit, bye bye")
-	return nil
+	return stop(save)
+}
+
+const checkAOFUsage = `Usage: bloomd check-aof [--fix] FILE
+
+Checks an append-only log of bloomd record by record. A torn last record (a crash in the middle
+of a write) is reported; bloomd drops it by itself when it starts. Damage anywhere else is
+reported with its byte offset and the number of records after it; with --fix the log is
+truncated at the last good record, and the records lost are counted. Stop bloomd first.
+
+Examples:
+  bloomd check-aof appendonly.aof.3
+  bloomd check-aof --fix appendonly.aof.3
+`
+
+// checkAOF is "bloomd check-aof [--fix] FILE".
+func checkAOF(args []string, out io.Writer) error {
+	fix := false
+	var files []string
+	for _, a := range args {
+		switch a {
+		case "--fix", "-fix":
+			fix = true
+		case "-h", "--help", "-help":
+			fmt.Fprint(out, checkAOFUsage)
+			return nil
+		default:
+			files = append(files, a)
+		}
+	}
+	if len(files) != 1 {
+		fmt.Fprintf(out, "bloomd check-aof: want one log file\n\n%s", checkAOFUsage)
+		return ErrUsage
+	}
+	err := persist.CheckLog(files[0], fix, out)
+	return err // nil, or ErrDamagedLog: the report is printed
 }

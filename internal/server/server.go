@@ -14,6 +14,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/bloomd/bloom/internal/persist"
 )
 
 // A Server is bloomd: it accepts RESP connections and runs their commands against one keyspace.
@@ -23,6 +25,7 @@ type Server struct {
 	ks      *keyspace
 	gate    *gate
 	journal Journal
+	store   *persist.Store // the data files, when Run opened them (see persistence.go)
 	log     *slog.Logger
 	level   *slog.LevelVar
 
@@ -51,8 +54,13 @@ type Server struct {
 	nextLoop atomic.Uint32 // round robin over loops
 	started  time.Time
 	done     chan struct{}
-	internal *Conn          // the client of Exec
-	wg       sync.WaitGroup // connections and the cron goroutine
+	internal *Conn // the client of Exec
+
+	// dataLoading is set while the data files load: commands that may not run then are
+	// answered -LOADING.
+	dataLoading atomic.Bool
+	shutdownReq chan bool      // SHUTDOWN's requests to Run, with whether to save
+	wg          sync.WaitGroup // connections and the cron goroutine
 }
 
 // New returns a Server for cfg, with every command registered. It does not listen yet.
@@ -69,6 +77,8 @@ func New(cfg Config) (*Server, error) {
 		conns:   make(map[*Conn]struct{}),
 		started: time.Now(),
 		done:    make(chan struct{}),
+
+		shutdownReq: make(chan bool, 1),
 	}
 	s.cfg = cfg
 	s.applyConfig(&cfg)
@@ -212,9 +222,6 @@ func (s *Server) Serve() error {
 	s.lnMu.Unlock()
 	if len(lns) == 0 {
 		return errors.New("server: Serve called before Listen")
-	}
-	for _, a := range s.Addrs() {
-		s.log.Info("bloomd ready to accept connections", "addr", a.String())
 	}
 	errc := make(chan error, len(lns))
 	for _, ln := range lns {

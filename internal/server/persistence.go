@@ -1,0 +1,341 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/bloomd/bloom/internal/persist"
+	"github.com/bloomd/bloom/redisbloom"
+)
+
+// This file is the server's side of durability: it opens internal/persist's Store on the
+// settings (appendonly, appendfsync, dir, dbfilename, appendfilename, save, auto-aof-rewrite-*),
+// hands it the keyspace (dataKeyspace) to load into and to snapshot, and answers SAVE, BGSAVE,
+// BGREWRITEAOF, LASTSAVE and SHUTDOWN. The store is the server's Journal; the package
+// documentation says why a snapshot taken while adds go on, plus the log after it, is exact.
+
+const (
+	errLoading     = "LOADING Redis is loading the dataset in memory"
+	errInMulti     = "ERR Command not allowed inside a transaction"
+	errNoDataFiles = "ERR this bloomd runs without data files"
+)
+
+// openStore makes the store for the durability settings and makes it the journal. It touches
+// no file (loadData does); until loadData ends, commands that Redis refuses while loading are
+// answered -LOADING. It must be called before the server serves.
+func (s *Server) openStore() error {
+	cfg := s.config()
+	pc := persist.DefaultConfig(cfg.Dir)
+	pc.AppendOnly = cfg.AppendOnly
+	pc.DBFilename, pc.AppendFilename = cfg.DBFilename, cfg.AppendFilename
+	pc.AutoRewritePercentage, pc.AutoRewriteMinSize = cfg.AutoAOFRewritePercent, cfg.AutoAOFRewriteMinSize
+	var err error
+	if pc.AppendFsync, err = persist.ParseFsync(cfg.AppendFsync); err != nil {
+		return fmt.Errorf("server: appendfsync: %w", err)
+	}
+	if pc.Save, err = persist.ParseSave(cfg.Save); err != nil {
+		return fmt.Errorf("server: save: %w", err)
+	}
+	pc.Logger = s.log
+	st, err := persist.Open(pc)
+	if err != nil {
+		return err
+	}
+	s.store = st
+	s.journal = st
+	s.dataLoading.Store(true)
+	return nil
+}
+
+// loadData loads the snapshot and replays the logs into the keyspace, then opens the log for
+// appending. Damage it cannot repair by itself is an error that names the file, the offset and
+// the repair; the keyspace must then not be served.
+func (s *Server) loadData() error {
+	start := time.Now()
+	if err := s.store.Load(dataKeyspace{s}); err != nil {
+		return err
+	}
+	keys, _ := s.ks.count()
+	s.dataLoading.Store(false)
+	s.log.Info("data loaded", "dir", s.config().Dir, "keys", keys, "seconds", time.Since(start).Seconds())
+	return nil
+}
+
+// closeData ends the store after the last command: a snapshot if save (and anything changed),
+// and the log written and synced.
+func (s *Server) closeData(save bool) error {
+	if s.store == nil {
+		return nil
+	}
+	if save {
+		s.log.Info("syncing the log; saving a last snapshot if anything changed since the last one")
+	}
+	err := s.store.Close(save)
+	if errors.Is(err, persist.ErrClosed) {
+		err = nil
+	}
+	return err
+}
+
+// applyPersist passes changed durability settings (CONFIG SET) to the store.
+func (s *Server) applyPersist(old, next *Config) {
+	st := s.store
+	if st == nil {
+		return
+	}
+	if old.AppendFsync != next.AppendFsync {
+		if f, err := persist.ParseFsync(next.AppendFsync); err == nil {
+			st.SetFsync(f)
+		}
+	}
+	if old.Save != next.Save {
+		if rules, err := persist.ParseSave(next.Save); err == nil {
+			st.SetSave(rules)
+		}
+	}
+	if old.AutoAOFRewritePercent != next.AutoAOFRewritePercent || old.AutoAOFRewriteMinSize != next.AutoAOFRewriteMinSize {
+		st.SetAutoRewrite(next.AutoAOFRewritePercent, next.AutoAOFRewriteMinSize)
+	}
+}
+
+// dataKeyspace is the server as the store sees it (persist.Keyspace): a place to load
+// snapshots into, to replay log records on, and to take snapshots of.
+type dataKeyspace struct{ s *Server }
+
+func (k dataKeyspace) Pause(fn func())            { k.s.Pause(fn) }
+func (k dataKeyspace) SetLoading(on bool)         { k.s.SetLoading(on) }
+func (k dataKeyspace) Exec(args ...[]byte) []byte { return k.s.Exec(args...) }
+
+// Capture lists every live key with its expiry time, and each filter's number of links and
+// items as of now. It runs inside Pause, so no command is in flight: the walk costs a few
+// cache misses per key and allocates nothing per key beyond the list.
+func (k dataKeyspace) Capture() []persist.Item {
+	ks := k.s.ks
+	n, _ := ks.count()
+	items := make([]persist.Item, 0, n)
+	now := nowMs()
+	for i := range ks.shards {
+		sh := &ks.shards[i]
+		sh.mu.RLock()
+		for key, e := range sh.m {
+			if ks.expired(e, now) {
+				continue // as good as gone: its DEL may be in the log already, or never be
+			}
+			it := persist.Item{Key: key, Expire: e.expire.Load()}
+			switch v := e.val.(type) {
+			case *bloomValue:
+				it.Chain, it.Links, it.Count = v.ch, v.ch.NumFilters(), v.ch.Card()
+			case *stringValue:
+				it.Value = v.b // never changed once published (SET replaces the entry)
+			}
+			items = append(items, it)
+		}
+		sh.mu.RUnlock()
+	}
+	return items
+}
+
+// Filter makes the filter at key from a BF.SCANDUMP header, with zeroed bits that the snapshot
+// reader then fills, charging its memory as BF.LOADCHUNK does (in loading mode the limit is the
+// machine's memory, not maxmemory).
+func (k dataKeyspace) Filter(key []byte, expire int64, header []byte) (*redisbloom.Chain, error) {
+	s := k.s
+	sh, old := s.ks.lockShard(key)
+	defer sh.mu.Unlock()
+	if old != nil {
+		return nil, fmt.Errorf("key %q appears twice", clipKey(key))
+	}
+	e, msg := s.newBloomEntry(key, true, func(o *redisbloom.Options) (*redisbloom.Chain, error) {
+		return redisbloom.LoadHeader(header, o)
+	})
+	if e == nil {
+		return nil, fmt.Errorf("filter %q: %s", clipKey(key), strings.TrimPrefix(msg, "ERR "))
+	}
+	e.expire.Store(expire)
+	s.ks.insertLocked(sh, e)
+	return e.val.(*bloomValue).ch, nil
+}
+
+// String sets key to value, which it keeps.
+func (k dataKeyspace) String(key, value []byte, expire int64) error {
+	s := k.s
+	sh, old := s.ks.lockShard(key)
+	defer sh.mu.Unlock()
+	if old != nil {
+		return fmt.Errorf("key %q appears twice", clipKey(key))
+	}
+	e := &entry{key: string(key), val: &stringValue{b: value}}
+	e.mem.Store(int64(keyOverhead + len(key) + len(value)))
+	if !s.ks.reserve(e.mem.Load(), s.memoryLimit()) {
+		return fmt.Errorf("string %q: %s", clipKey(key), errOOM)
+	}
+	e.expire.Store(expire)
+	s.ks.insertLocked(sh, e)
+	return nil
+}
+
+func clipKey(key []byte) []byte { return key[:min(len(key), 100)] }
+
+// outsideGate runs fn (which may pause every command, as a snapshot's start does) from inside a
+// command: the connection steps out of the gate meanwhile, as runExclusive does.
+func (c *Conn) outsideGate(fn func()) {
+	was := c.gs.entered
+	c.leaveGate()
+	fn()
+	if was {
+		c.enterGate()
+	}
+}
+
+// saveCmd implements SAVE: a snapshot, on disk when the reply goes out. Other clients are paused
+// only for its first instant (see internal/persist), not while it is written.
+func saveCmd(c *Conn, args [][]byte) {
+	st := c.srv.store
+	switch {
+	case c.multi != nil:
+		c.reject(errInMulti)
+		return
+	case st == nil:
+		c.w.Error(errNoDataFiles)
+		return
+	}
+	var err error
+	c.outsideGate(func() { err = st.Save() })
+	switch {
+	case err == nil:
+		c.w.OK()
+	case errors.Is(err, persist.ErrSaveInProgress):
+		c.w.Error("ERR Background save already in progress")
+	default:
+		c.srv.log.Warn("SAVE failed", "err", err)
+		c.w.Error("ERR " + oneLine(err.Error()))
+	}
+}
+
+// bgsaveCmd implements BGSAVE [SCHEDULE].
+func bgsaveCmd(c *Conn, args [][]byte) {
+	schedule := false
+	if len(args) == 2 {
+		if !equalFold(args[1], "schedule") {
+			c.w.Error(errSyntax)
+			return
+		}
+		schedule = true
+	}
+	st := c.srv.store
+	if st == nil {
+		c.w.Error(errNoDataFiles)
+		return
+	}
+	scheduled, err := st.BackgroundSave(schedule)
+	switch {
+	case scheduled:
+		c.w.Simple("Background saving scheduled")
+	case err == nil:
+		c.w.Simple("Background saving started")
+	case errors.Is(err, persist.ErrSaveInProgress):
+		c.w.Error("ERR Background save already in progress")
+	default:
+		c.w.Error("ERR " + oneLine(err.Error()))
+	}
+}
+
+// bgrewriteaofCmd implements BGREWRITEAOF: a snapshot after which the log starts anew.
+func bgrewriteaofCmd(c *Conn, args [][]byte) {
+	st := c.srv.store
+	if st == nil {
+		c.w.Error(errNoDataFiles)
+		return
+	}
+	scheduled, err := st.BackgroundRewrite()
+	switch {
+	case scheduled:
+		c.w.Simple("Background append only file rewriting scheduled")
+	case err == nil:
+		c.w.Simple("Background append only file rewriting started")
+	case errors.Is(err, persist.ErrRewriteInProgress):
+		c.w.Error("ERR Background append only file rewriting already in progress")
+	default:
+		c.w.Error("ERR " + oneLine(err.Error()))
+	}
+}
+
+// lastsaveCmd implements LASTSAVE: the unix time of the last good snapshot.
+func lastsaveCmd(c *Conn, args [][]byte) {
+	if st := c.srv.store; st != nil {
+		c.w.Int(st.LastSave())
+		return
+	}
+	c.w.Int(c.srv.started.Unix())
+}
+
+// shutdownCmd implements SHUTDOWN [NOSAVE|SAVE] [NOW] [FORCE] [ABORT]. With a snapshot to take
+// (SAVE, or save rules and no NOSAVE) it is taken first, while the server still serves: if it
+// fails, the server stays up and says so, unless FORCE. Then the server stops as on SIGTERM (the
+// commands in flight are answered, the log is synced, a last snapshot is taken if anything
+// changed since) and this connection is closed without a reply, as Redis does.
+func shutdownCmd(c *Conn, args [][]byte) {
+	var nosave, save, force, abort bool
+	for _, a := range args[1:] {
+		switch {
+		case equalFold(a, "nosave"):
+			nosave = true
+		case equalFold(a, "save"):
+			save = true
+		case equalFold(a, "now"):
+		case equalFold(a, "force"):
+			force = true
+		case equalFold(a, "abort"):
+			abort = true
+		default:
+			c.w.Error(errSyntax)
+			return
+		}
+	}
+	switch {
+	case nosave && save || abort && len(args) > 2:
+		c.w.Error(errSyntax)
+		return
+	case abort:
+		c.w.Error("ERR No shutdown in progress.")
+		return
+	case c.multi != nil:
+		c.reject(errInMulti)
+		return
+	}
+	s := c.srv
+	st := s.store
+	if st != nil && !nosave {
+		save = save || st.Rules()
+	}
+	if s.dataLoading.Load() {
+		save = false // a snapshot now would hold only part of the data
+	}
+	if save && st != nil {
+		var err error
+		c.outsideGate(func() {
+			for err = st.Save(); errors.Is(err, persist.ErrSaveInProgress); err = st.Save() {
+				time.Sleep(20 * time.Millisecond) // a BGSAVE is being written: wait for it
+			}
+		})
+		if err != nil && !force {
+			s.log.Warn("error trying to save the DB, can't exit", "err", err)
+			c.w.Error("ERR Errors trying to SHUTDOWN. Check logs.")
+			return
+		}
+	}
+	s.log.Info("user requested shutdown", "client", c.addr, "save", save)
+	select {
+	case s.shutdownReq <- save:
+	default: // one is on its way already
+	}
+	c.quit = true
+}
+
+// ShutdownRequested delivers a SHUTDOWN command's request, and whether it asked for a final
+// snapshot; Run stops the server when it arrives.
+func (s *Server) ShutdownRequested() <-chan bool { return s.shutdownReq }
+
+func oneLine(s string) string { return strings.ReplaceAll(strings.ReplaceAll(s, "\r", " "), "\n", " ") }
