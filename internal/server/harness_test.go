@@ -48,14 +48,7 @@ func startServer(t testing.TB, mod func(*Config)) *Server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.addListener(ln); err != nil {
-		t.Fatal(err)
-	}
-	go s.acceptLoop(ln)
+	serveFreePort(t, s)
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
@@ -64,6 +57,19 @@ func startServer(t testing.TB, mod func(*Config)) *Server {
 		}
 	})
 	return s
+}
+
+// serveFreePort makes s serve a listener on a free loopback port.
+func serveFreePort(t testing.TB, s *Server) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.addListener(ln); err != nil {
+		t.Fatal(err)
+	}
+	go s.acceptLoop(ln)
 }
 
 // testLoops is the io-threads setting of the servers tests start; forEachIOMode runs a test with

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -33,14 +32,7 @@ func startDurable(t *testing.T, dir string, mod func(*Config)) *Server {
 	if err := s.openStore(); err != nil {
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.addListener(ln); err != nil {
-		t.Fatal(err)
-	}
-	go s.acceptLoop(ln)
+	serveFreePort(t, s)
 	if err := s.loadData(); err != nil {
 		stopDurable(t, s, false)
 		t.Fatalf("loading %s: %v", dir, err)

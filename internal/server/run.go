@@ -127,14 +127,19 @@ func Run(ctx context.Context, args []string, out io.Writer) error {
 		s.log.Info("bloomd is now ready to exit, bye bye")
 		return nil
 	}
+	// abandon stops serving before the data is loaded: nothing was written yet but what the
+	// load repairs, and the load is abandoned with the process.
+	abandon := func() {
+		sctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		s.Shutdown(sctx)
+		<-served
+	}
 	select {
 	case err := <-loaded:
 		if err != nil {
 			s.log.Error("cannot load the data files; bloomd exits (the reason follows on standard error)")
-			sctx, cancel := context.WithTimeout(context.Background(), time.Second)
-			defer cancel()
-			s.Shutdown(sctx)
-			<-served
+			abandon()
 			return err
 		}
 		s.log.Info("bloomd ready to accept connections")
@@ -142,12 +147,8 @@ func Run(ctx context.Context, args []string, out io.Writer) error {
 		s.Shutdown(context.Background())
 		return err
 	case <-ctx.Done():
-		// Nothing was written yet but what the load repairs; it is abandoned with the process.
 		s.log.Info("received shutdown signal while loading; exiting without saving")
-		sctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		defer cancel()
-		s.Shutdown(sctx)
-		<-served
+		abandon()
 		return nil
 	}
 
