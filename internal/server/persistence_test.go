@@ -112,9 +112,12 @@ func TestDurableRestart(t *testing.T) {
 }
 
 // TestDurableUnderLoad: clients add on several connections while snapshots and log rewrites are
-// taken; after a restart the keyspace is the same to the bit, and each filter counts the same.
-// That is the invariant snapshots rest on: bits copied while adds go on, plus the log from the
-// snapshot's instant, rebuild exactly what the clients built.
+// taken; after a restart every filter that one client wrote is the same to the bit and counts
+// the same. That is the invariant snapshots rest on: bits copied while adds go on, plus the log
+// from the snapshot's instant, rebuild exactly what the clients built. The filter that all the
+// clients share and that grows under them keeps every item and its count; which sub-filter an
+// item added at a growth boundary lands in depends on the order of concurrent adds, which the
+// log does not fix (see the package documentation), so its bits are not compared.
 func TestDurableUnderLoad(t *testing.T) { forEachIOMode(t, testDurableUnderLoad) }
 
 func testDurableUnderLoad(t *testing.T) {
@@ -123,6 +126,8 @@ func testDurableUnderLoad(t *testing.T) {
 	admin := dial(t, s.addr())
 	admin.do("BF.RESERVE", "shared", "0.01", "500") // grows several times under the load
 	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var shared []string
 	for id := range 4 {
 		wg.Add(1)
 		go func() {
@@ -142,6 +147,11 @@ func testDurableUnderLoad(t *testing.T) {
 					t.Errorf("%v: %s", args, v.Str)
 					return
 				}
+				if key == "shared" {
+					mu.Lock()
+					shared = append(shared, args[2:]...)
+					mu.Unlock()
+				}
 				if n%50 == 0 {
 					c.do("SET", fmt.Sprint("str:", id, ":", n), "v", "PX", "600000")
 				}
@@ -157,11 +167,26 @@ func testDurableUnderLoad(t *testing.T) {
 	}
 	wg.Wait()
 	before := state(t, s)
+	card := admin.do("BF.CARD", "shared").Int
 	stopDurable(t, s, false)
 	s = startDurable(t, dir, nil)
-	compareStates(t, "after restart", before, state(t, s))
-	if v := dial(t, s.addr()).do("BF.CARD", "shared"); v.Int < 500 {
-		t.Errorf("the shared filter counts %d items; the load added more than its first capacity", v.Int)
+	after := state(t, s)
+	if len(after) != len(before) {
+		t.Errorf("%d keys before the restart, %d after", len(before), len(after))
+	}
+	for k, v := range before {
+		if k != "shared" && after[k] != v {
+			t.Errorf("key %q differs after the restart\nbefore: %.300s\nafter:  %.300s", k, v, after[k])
+		}
+	}
+	c := dial(t, s.addr())
+	if got := c.do("BF.CARD", "shared").Int; got != card || card < 500 {
+		t.Errorf("the shared filter counts %d items after the restart, %d before (more than its first capacity of 500 were added)", got, card)
+	}
+	for _, it := range shared {
+		if c.do("BF.EXISTS", "shared", it).Int != 1 {
+			t.Fatalf("item %q of the shared filter is missing after the restart", it)
+		}
 	}
 }
 
