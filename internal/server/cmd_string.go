@@ -93,8 +93,7 @@ func setCmd(c *Conn, args [][]byte) {
 		reply()
 		return
 	}
-	e := &entry{key: string(key), val: &stringValue{b: append([]byte(nil), args[2]...)}}
-	e.mem.Store(int64(keyOverhead + len(key) + len(args[2])))
+	e := newStringEntry(key, append([]byte(nil), args[2]...))
 	var oldMem int64
 	if old != nil {
 		oldMem = old.mem.Load()
@@ -125,4 +124,12 @@ func setCmd(c *Conn, args [][]byte) {
 	} else {
 		c.w.OK()
 	}
+}
+
+// newStringEntry makes an entry for key holding value (kept, not copied), charged its memory
+// (which the caller must reserve).
+func newStringEntry(key, value []byte) *entry {
+	e := &entry{key: string(key), val: &stringValue{b: value}}
+	e.mem.Store(int64(keyOverhead + len(key) + len(value)))
+	return e
 }

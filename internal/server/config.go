@@ -34,14 +34,14 @@ type Config struct {
 	LogFile         string // "" means standard error
 	ProtoMaxBulkLen int64  // longest bulk string a request may carry
 
-	// Durability (see internal/persist and OpenData), with redis.conf's names and meanings.
-	AppendOnly            bool   // appendonly: log every write
-	AppendFsync           string // appendfsync: always, everysec or no
-	DBFilename            string // dbfilename: the snapshot's file name in Dir
-	AppendFilename        string // appendfilename: the logs' base name in Dir
-	Save                  string // save: "seconds changes" pairs; "" for no snapshots by rule
-	AutoAOFRewritePercent int    // auto-aof-rewrite-percentage; 0 turns automatic rewrites off
-	AutoAOFRewriteMinSize int64  // auto-aof-rewrite-min-size, bytes
+	// Durability (internal/persist; see persistence.go), with redis.conf's names and meanings.
+	AppendOnly            bool               // appendonly: log every write
+	AppendFsync           persist.Fsync      // appendfsync: always, everysec or no
+	DBFilename            string             // dbfilename: the snapshot's file name in Dir
+	AppendFilename        string             // appendfilename: the logs' base name in Dir
+	Save                  []persist.SaveRule // save: snapshot rules; none for no snapshots by rule
+	AutoAOFRewritePercent int                // auto-aof-rewrite-percentage; 0 turns automatic rewrites off
+	AutoAOFRewriteMinSize int64              // auto-aof-rewrite-min-size, bytes
 
 	// Journal, if not nil, records every write command (see Journal).
 	Journal Journal `json:"-"`
@@ -55,6 +55,7 @@ type Config struct {
 
 // DefaultConfig returns the settings bloomd starts with.
 func DefaultConfig() Config {
+	pd := persist.DefaultConfig(".")
 	return Config{
 		Bind:            []string{"127.0.0.1"},
 		Port:            6379,
@@ -63,13 +64,13 @@ func DefaultConfig() Config {
 		LogLevel:        "notice",
 		ProtoMaxBulkLen: 512 << 20,
 
-		AppendOnly:            true,
-		AppendFsync:           "everysec",
-		DBFilename:            persist.DefaultDBFilename,
-		AppendFilename:        persist.DefaultAppendFilename,
-		Save:                  persist.DefaultSave,
-		AutoAOFRewritePercent: 100,
-		AutoAOFRewriteMinSize: 64 << 20,
+		AppendOnly:            pd.AppendOnly,
+		AppendFsync:           pd.AppendFsync,
+		DBFilename:            pd.DBFilename,
+		AppendFilename:        pd.AppendFilename,
+		Save:                  pd.Save,
+		AutoAOFRewritePercent: pd.AutoRewritePercentage,
+		AutoAOFRewriteMinSize: pd.AutoRewriteMinSize,
 	}
 }
 
@@ -148,22 +149,22 @@ var params = []param{
 		}
 		return nil
 	}},
-	{"appendfsync", true, func(c *Config) string { return c.AppendFsync }, func(c *Config, v string) error {
+	{"appendfsync", true, func(c *Config) string { return c.AppendFsync.String() }, func(c *Config, v string) error {
 		f, err := persist.ParseFsync(strings.ToLower(v))
 		if err != nil {
 			return errors.New("argument must be one of always, everysec, no")
 		}
-		c.AppendFsync = f.String()
+		c.AppendFsync = f
 		return nil
 	}},
 	{"dbfilename", false, func(c *Config) string { return c.DBFilename }, fileNameParam(func(c *Config) *string { return &c.DBFilename })},
 	{"appendfilename", false, func(c *Config) string { return c.AppendFilename }, fileNameParam(func(c *Config) *string { return &c.AppendFilename })},
-	{"save", true, func(c *Config) string { return c.Save }, func(c *Config, v string) error {
+	{"save", true, func(c *Config) string { return persist.FormatSave(c.Save) }, func(c *Config, v string) error {
 		rules, err := persist.ParseSave(v)
 		if err != nil {
 			return errors.New("save takes pairs of seconds and changes, e.g. \"3600 1 300 100\", or \"\" for none")
 		}
-		c.Save = persist.FormatSave(rules)
+		c.Save = rules
 		return nil
 	}},
 	{"auto-aof-rewrite-percentage", true, func(c *Config) string { return strconv.Itoa(c.AutoAOFRewritePercent) }, intParam(func(c *Config) *int { return &c.AutoAOFRewritePercent }, 0, math.MaxInt32)},
@@ -320,8 +321,8 @@ func ParseConfig(r io.Reader, name string, c *Config) error {
 		if strings.EqualFold(words[0], "save") {
 			// As in redis.conf, save lines add up: "save 3600 1" then "save 300 100". The first
 			// replaces the default; an empty one clears the rules.
-			if sawSave && value != "" && c.Save != "" {
-				value = c.Save + " " + value
+			if sawSave && value != "" && len(c.Save) > 0 {
+				value = persist.FormatSave(c.Save) + " " + value
 			}
 			sawSave = true
 		}

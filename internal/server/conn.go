@@ -387,13 +387,22 @@ func (c *Conn) runExclusive(fn func()) {
 		fn()
 		return
 	}
+	c.outsideGate(func() {
+		c.srv.gate.exclusive(func() {
+			c.inExclusive = true
+			defer func() { c.inExclusive = false }()
+			fn()
+		})
+	})
+}
+
+// outsideGate runs fn from inside a command with the connection out of the gate, so that fn may
+// wait for every other command to end: running alone (runExclusive), or pausing every command
+// for a snapshot's start (SAVE, SHUTDOWN).
+func (c *Conn) outsideGate(fn func()) {
 	was := c.gs.entered
 	c.leaveGate()
-	c.srv.gate.exclusive(func() {
-		c.inExclusive = true
-		defer func() { c.inExclusive = false }()
-		fn()
-	})
+	fn()
 	if was {
 		c.enterGate()
 	}

@@ -3,6 +3,7 @@ package server
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -27,19 +28,17 @@ const (
 // answered -LOADING. It must be called before the server serves.
 func (s *Server) openStore() error {
 	cfg := s.config()
-	pc := persist.DefaultConfig(cfg.Dir)
-	pc.AppendOnly = cfg.AppendOnly
-	pc.DBFilename, pc.AppendFilename = cfg.DBFilename, cfg.AppendFilename
-	pc.AutoRewritePercentage, pc.AutoRewriteMinSize = cfg.AutoAOFRewritePercent, cfg.AutoAOFRewriteMinSize
-	var err error
-	if pc.AppendFsync, err = persist.ParseFsync(cfg.AppendFsync); err != nil {
-		return fmt.Errorf("server: appendfsync: %w", err)
-	}
-	if pc.Save, err = persist.ParseSave(cfg.Save); err != nil {
-		return fmt.Errorf("server: save: %w", err)
-	}
-	pc.Logger = s.log
-	st, err := persist.Open(pc)
+	st, err := persist.Open(persist.Config{
+		Dir:                   cfg.Dir,
+		DBFilename:            cfg.DBFilename,
+		AppendFilename:        cfg.AppendFilename,
+		AppendOnly:            cfg.AppendOnly,
+		AppendFsync:           cfg.AppendFsync,
+		Save:                  cfg.Save,
+		AutoRewritePercentage: cfg.AutoAOFRewritePercent,
+		AutoRewriteMinSize:    cfg.AutoAOFRewriteMinSize,
+		Logger:                s.log,
+	})
 	if err != nil {
 		return err
 	}
@@ -86,14 +85,10 @@ func (s *Server) applyPersist(old, next *Config) {
 		return
 	}
 	if old.AppendFsync != next.AppendFsync {
-		if f, err := persist.ParseFsync(next.AppendFsync); err == nil {
-			st.SetFsync(f)
-		}
+		st.SetFsync(next.AppendFsync)
 	}
-	if old.Save != next.Save {
-		if rules, err := persist.ParseSave(next.Save); err == nil {
-			st.SetSave(rules)
-		}
+	if !slices.Equal(old.Save, next.Save) {
+		st.SetSave(next.Save)
 	}
 	if old.AutoAOFRewritePercent != next.AutoAOFRewritePercent || old.AutoAOFRewriteMinSize != next.AutoAOFRewriteMinSize {
 		st.SetAutoRewrite(next.AutoAOFRewritePercent, next.AutoAOFRewriteMinSize)
@@ -166,8 +161,7 @@ func (k dataKeyspace) String(key, value []byte, expire int64) error {
 	if old != nil {
 		return fmt.Errorf("key %q appears twice", clipKey(key))
 	}
-	e := &entry{key: string(key), val: &stringValue{b: value}}
-	e.mem.Store(int64(keyOverhead + len(key) + len(value)))
+	e := newStringEntry(key, value)
 	if !s.ks.reserve(e.mem.Load(), s.memoryLimit()) {
 		return fmt.Errorf("string %q: %s", clipKey(key), errOOM)
 	}
@@ -177,17 +171,6 @@ func (k dataKeyspace) String(key, value []byte, expire int64) error {
 }
 
 func clipKey(key []byte) []byte { return key[:min(len(key), 100)] }
-
-// outsideGate runs fn (which may pause every command, as a snapshot's start does) from inside a
-// command: the connection steps out of the gate meanwhile, as runExclusive does.
-func (c *Conn) outsideGate(fn func()) {
-	was := c.gs.entered
-	c.leaveGate()
-	fn()
-	if was {
-		c.enterGate()
-	}
-}
 
 // saveCmd implements SAVE: a snapshot, on disk when the reply goes out. Other clients are paused
 // only for its first instant (see internal/persist), not while it is written.

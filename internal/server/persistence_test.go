@@ -21,7 +21,7 @@ func startDurable(t *testing.T, dir string, mod func(*Config)) *Server {
 	cfg.Logger = discardLogger()
 	cfg.EventLoops = testLoops
 	cfg.Dir = dir
-	cfg.Save = ""
+	cfg.Save = nil
 	if mod != nil {
 		mod(&cfg)
 	}
@@ -331,7 +331,7 @@ func TestDamagedDataRefused(t *testing.T) {
 	os.WriteFile(path, b, 0o644)
 
 	cfg := DefaultConfig()
-	cfg.Logger, cfg.Dir, cfg.Save = discardLogger(), dir, ""
+	cfg.Logger, cfg.Dir, cfg.Save = discardLogger(), dir, nil
 	s2, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)

@@ -196,6 +196,5 @@ func checkAOF(args []string, out io.Writer) error {
 		fmt.Fprintf(out, "bloomd check-aof: want one log file\n\n%s", checkAOFUsage)
 		return ErrUsage
 	}
-	err := persist.CheckLog(files[0], fix, out)
-	return err // nil, or ErrDamagedLog: the report is printed
+	return persist.CheckLog(files[0], fix, out) // ErrDamagedLog: the report is printed
 }

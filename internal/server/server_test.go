@@ -335,6 +335,21 @@ func TestConfig(t *testing.T) {
 			t.Errorf("ParseArgs(%q): %v", args, err)
 		}
 	}
+	// save lines add up as in redis.conf: the first replaces the default, an empty one clears.
+	os.WriteFile(conf, []byte("save 3600 1\nsave 300 100\nappendfsync always\ndbfilename f.bdb\n"), 0o644)
+	cfg, _, err = ParseArgs([]string{conf})
+	if got, _ := cfg.Get("save"); err != nil || got != "3600 1 300 100" || cfg.AppendFsync.String() != "always" || cfg.DBFilename != "f.bdb" {
+		t.Errorf("durability settings from a config file: save %q, %+v, %v", got, cfg, err)
+	}
+	os.WriteFile(conf, []byte("save 3600 1\nsave \"\"\n"), 0o644)
+	if cfg, _, err = ParseArgs([]string{conf}); err != nil || len(cfg.Save) != 0 {
+		t.Errorf("save \"\" after a rule: %v, %v", cfg.Save, err)
+	}
+	for _, args := range [][]string{{"--dbfilename", "a/b"}, {"--appendfsync", "sometimes"}, {"--save", "60"}, {"--appendonly", "maybe"}} {
+		if _, _, err := ParseArgs(args); err == nil {
+			t.Errorf("ParseArgs(%q) accepted", args)
+		}
+	}
 	os.WriteFile(conf, []byte("port 7001\nbogus 1\n"), 0o644)
 	if _, _, err := ParseArgs([]string{conf}); err == nil || !strings.Contains(err.Error(), "line 2") {
 		t.Errorf("a bad config line: %v", err)
