@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -272,6 +273,13 @@ func (s *Server) clientList() []*Conn {
 	return list
 }
 
+// liveClients returns the connections not killed: a killed one may take an event-loop iteration
+// to close, but CLIENT LIST and CLIENT KILL no longer see it (as Redis frees it before the next
+// command).
+func (s *Server) liveClients() []*Conn {
+	return slices.DeleteFunc(s.clientList(), func(o *Conn) bool { return o.killed.Load() })
+}
+
 func clientListCmd(c *Conn, args [][]byte) {
 	var ids map[int64]bool
 	for i := 2; i < len(args); i++ {
@@ -306,7 +314,7 @@ func clientListCmd(c *Conn, args [][]byte) {
 	c.publish() // so that this connection's line shows this command
 	var sb strings.Builder
 	now := time.Now()
-	for _, o := range c.srv.clientList() {
+	for _, o := range c.srv.liveClients() {
 		if ids == nil || ids[o.id] {
 			sb.WriteString(o.info(now))
 		}
@@ -323,7 +331,7 @@ func clientInfoCmd(c *Conn, args [][]byte) {
 // (ID, ADDR, LADDR, USER, TYPE, SKIPME, MAXAGE).
 func clientKillCmd(c *Conn, args [][]byte) {
 	if len(args) == 3 {
-		for _, o := range c.srv.clientList() {
+		for _, o := range c.srv.liveClients() {
 			if o.addr == string(args[2]) {
 				o.kill()
 				c.w.OK()
@@ -386,7 +394,7 @@ func clientKillCmd(c *Conn, args [][]byte) {
 	}
 	killed := 0
 	now := time.Now()
-	for _, o := range c.srv.clientList() {
+	for _, o := range c.srv.liveClients() {
 		switch {
 		case id != 0 && o.id != id, addr != "" && o.addr != addr, laddr != "" && o.laddr != laddr,
 			user != "" && user != "default", typ != "" && typ != "normal", skipMe && o == c,

@@ -78,6 +78,7 @@ type Conn struct {
 	cur        atomic.Pointer[Command]
 	proto      atomic.Int32
 	stopping   atomic.Bool
+	killed     atomic.Bool // CLIENT KILL closed it; gone for CLIENT LIST and KILL at once
 
 	infoMu                sync.Mutex
 	name, libName, libVer string
@@ -239,6 +240,7 @@ func (c *Conn) stop() {
 // kill closes the connection at once. For a connection in an event loop it shuts the socket
 // down, which the loop sees and closes it.
 func (c *Conn) kill() {
+	c.killed.Store(true)
 	if c.lp == nil {
 		c.nc.Close()
 		return
