@@ -147,10 +147,10 @@ func (f *Filter) prefetch(hs []hashPair) {
 func (f *Filter) probe(h1, h2 uint64) bool {
 	var miss uint64
 	if f.scheme == Guava64 {
-		x := h1
+		words, d, x := f.bits, f.div.fast(), h1
 		for range f.k {
-			b := f.div.mod63(x & math.MaxInt64)
-			miss |= bitMask[b&63] &^ atomic.LoadUint64(&f.bits[b>>6])
+			b := d.mod63(x & math.MaxInt64)
+			miss |= bitMask[b&63] &^ atomic.LoadUint64(&words[b>>6])
 			x += h2
 		}
 		return miss == 0
@@ -172,12 +172,8 @@ func (f *Filter) testHashed(dst []bool, hs []hashPair) []bool {
 }
 
 func (f *Filter) addHashed(dst []bool, hs []hashPair) []bool {
-	var present [batchSize]bool
-	for i, h := range hs {
-		present[i] = f.probe(h[0], h[1])
-	}
-	for i, h := range hs {
-		dst = append(dst, !present[i] && f.add(h[0], h[1]))
+	for _, h := range hs {
+		dst = append(dst, f.add(h[0], h[1]))
 	}
 	return dst
 }

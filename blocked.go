@@ -163,33 +163,42 @@ func sectors2(h2 uint64, b int) (w0, w1 int, m0, m1 uint64) {
 	return w0, w1, m0, m1
 }
 
-// add ORs the key's masks into the words that miss some of their bits. The plain loads come
-// first and cost nothing extra (the line is fetched once); the atomic ORs, full barriers on x86,
-// are issued only where needed.
+// add ORs the key's masks into its words and reports whether any bit was clear. As Filter.add,
+// it reads first (the line is fetched once, by the first load) and, unless every bit is set
+// already, ORs into every sector word the bits it misses, zero included, with no branch on the
+// loaded values: the atomic ORs, full barriers on x86, are paid only by keys that are new.
 func (f *Blocked) add(h1, h2 uint64) bool {
 	blk := f.block(h1)
 	if f.sectors == 2 {
 		w0, w1, m0, m1 := sectors2(h2, f.b)
 		p0, p1 := &blk[w0&3], &blk[4+w1&3]
-		v0, v1 := atomic.LoadUint64(p0), atomic.LoadUint64(p1)
-		added := false
-		if v0&m0 != m0 && atomic.OrUint64(p0, m0)&m0 != m0 {
-			added = true
+		m0 &^= atomic.LoadUint64(p0)
+		m1 &^= atomic.LoadUint64(p1)
+		if m0|m1 == 0 {
+			return false
 		}
-		if v1&m1 != m1 && atomic.OrUint64(p1, m1)&m1 != m1 {
-			added = true
-		}
-		return added
+		atomic.OrUint64(p0, m0)
+		atomic.OrUint64(p1, m1)
+		return true
 	}
-	added := false
-	for s := range f.sectors {
-		word, mask := f.sector(h2, s)
-		p := &blk[word&(blockWords-1)]
-		if atomic.LoadUint64(p)&mask != mask && atomic.OrUint64(p, mask)&mask != mask {
-			added = true
-		}
+	var word [blockWords]int
+	var missing [blockWords]uint64
+	var any uint64
+	sectors := f.sectors
+	for s := range sectors {
+		w, mask := f.sector(h2, s)
+		w &= blockWords - 1
+		word[s] = w
+		missing[s] = mask &^ atomic.LoadUint64(&blk[w])
+		any |= missing[s]
 	}
-	return added
+	if any == 0 {
+		return false
+	}
+	for s := range sectors {
+		atomic.OrUint64(&blk[word[s]], missing[s])
+	}
+	return true
 }
 
 func (f *Blocked) test(h1, h2 uint64) bool {

@@ -87,8 +87,8 @@ func checkParams(m uint64, k int, s Scheme) (uint64, error) {
 	return m, nil
 }
 
-// maxFastK is the largest k for which Add collects the missing positions on the stack before
-// setting them; larger k (p below about 1e-9) take a one-pass loop.
+// maxFastK is the largest k for which Add gathers the key's positions and missing bits on the
+// stack before setting them; larger k (p below about 1e-9) take a one-pass loop.
 const maxFastK = 32
 
 // Add adds key and reports whether the filter changed: true when at least one of the key's bits
@@ -131,45 +131,55 @@ func (f *Filter) AddInt32(v int32) bool { b := le32(v); return f.Add(b[:]) }
 // TestInt32 tests v as 4 little-endian two's-complement bytes (Guava's Funnels.integerFunnel()).
 func (f *Filter) TestInt32(v int32) bool { b := le32(v); return f.Test(b[:]) }
 
-// add sets the positions of a key hashed to (h1, h2). It first finds the positions whose bit is
-// clear with plain loads, which the CPU overlaps, and only then ORs those in: an atomic OR is a
-// full barrier on x86, and issuing it per probe would serialise the k cache misses.
+// add sets the positions of a key hashed to (h1, h2) and reports whether any of them was clear.
+//
+// It reads every position first, with plain loads the CPU overlaps, and keeps for each the bit
+// still missing (zero when it is set). A key whose bits are all set returns there, writing
+// nothing. Otherwise it ORs each missing bit in with one atomic instruction per position, a zero
+// mask included, so that no branch depends on the loaded bits: whether a bit of a new key is set
+// is a coin toss the predictor loses, and each lost guess stalls the next key's loads. Measured
+// at n = 1e6 (bench module, interleaved A/B, 6 rounds): 66 -> 51 ns per Add against the version
+// that branched on each bit and used the atomic OR's old value.
+//
+// The result is true when a bit was clear when add read it: the key was not in the filter when
+// the call began. That is Guava's put() result for a single writer. With concurrent writers of the
+// same key, several may report true (as several may under Guava, each flipping some of the bits).
 func (f *Filter) add(h1, h2 uint64) bool {
-	if f.k > maxFastK {
+	k := f.k
+	if k > maxFastK {
 		added := false
-		for i := range f.k {
+		for i := range k {
 			added = f.bits.set(f.location(h1, h2, i)) || added
 		}
 		return added
 	}
-	var clear [maxFastK]uint64
-	n := 0
+	var word, missing [maxFastK]uint64
+	var any uint64
+	words := f.bits
 	if f.scheme == Guava64 {
-		// Without a branch on the loaded bit: whether a bit of a new key is set is a coin
-		// toss the predictor loses, and each miss costs more than the load.
-		x := h1
-		for range f.k {
-			b := f.div.mod63(x & math.MaxInt64)
-			clear[n] = b
-			n += int(^atomic.LoadUint64(&f.bits[b>>6]) >> (b & 63) & 1)
+		d, x := f.div.fast(), h1
+		for i := range k {
+			b := d.mod63(x & math.MaxInt64)
+			word[i] = b >> 6
+			missing[i] = bitMask[b&63] &^ atomic.LoadUint64(&words[b>>6])
+			any |= missing[i]
 			x += h2
 		}
 	} else {
-		for i := range f.k {
-			if b := f.location(h1, h2, i); !f.bits.get(b) {
-				clear[n] = b
-				n++
-			}
+		for i := range k {
+			b := f.location(h1, h2, i)
+			word[i] = b >> 6
+			missing[i] = bitMask[b&63] &^ atomic.LoadUint64(&words[b>>6])
+			any |= missing[i]
 		}
 	}
-	added := false
-	for _, b := range clear[:n] {
-		mask := uint64(1) << (b & 63)
-		if atomic.OrUint64(&f.bits[b>>6], mask)&mask == 0 {
-			added = true
-		}
+	if any == 0 {
+		return false
 	}
-	return added
+	for i := range k {
+		atomic.OrUint64(&words[word[i]], missing[i])
+	}
+	return true
 }
 
 // branchlessWords is the array size (2 MiB, the L2 cache of one core here) up to which test
@@ -190,20 +200,20 @@ var bitMask = func() (m [64]uint64) {
 }()
 
 func (f *Filter) test(h1, h2 uint64) bool {
-	if f.scheme == Guava64 && len(f.bits) <= branchlessWords {
-		var miss uint64
-		x := h1
-		for range f.k {
-			b := f.div.mod63(x & math.MaxInt64)
-			miss |= bitMask[b&63] &^ atomic.LoadUint64(&f.bits[b>>6])
-			x += h2
-		}
-		return miss == 0
-	}
 	if f.scheme == Guava64 {
+		words, d, k := f.bits, f.div.fast(), f.k
 		x := h1
-		for range f.k {
-			if !f.bits.get(f.div.mod63(x & math.MaxInt64)) {
+		if len(words) <= branchlessWords {
+			var miss uint64
+			for range k {
+				b := d.mod63(x & math.MaxInt64)
+				miss |= bitMask[b&63] &^ atomic.LoadUint64(&words[b>>6])
+				x += h2
+			}
+			return miss == 0
+		}
+		for range k {
+			if !words.get(d.mod63(x & math.MaxInt64)) {
 				return false
 			}
 			x += h2

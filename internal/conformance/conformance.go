@@ -10,6 +10,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/bloomd/bloom"
@@ -195,6 +196,44 @@ func concurrent(t *testing.T, impl Impl) {
 				t.Fatalf("writer %d key %d lost after concurrent adds", w, i)
 			}
 		}
+	}
+	sameKeys(t, impl)
+}
+
+// sameKeys has several goroutines add the same keys at once, each in its own order. Some adder
+// must report each key as new, unless the key already tested present before any of them reached
+// it (a false positive of the keys added before it): such keys are about p times the keys at
+// most, so more than 2p of them means Add answered "not new" for a key it was adding.
+func sameKeys(t *testing.T, impl Impl) {
+	const writers, n = 4, 20_000
+	const p = 0.01
+	f := mustNew(t, impl, n, p)
+	keys := Keys(200, n)
+	reported := make([]atomic.Bool, n)
+	var wg sync.WaitGroup
+	for w := range writers {
+		wg.Go(func() {
+			for j := range n {
+				i := j
+				if w%2 == 1 { // half the writers go backwards, so they meet the others midway
+					i = n - 1 - j
+				}
+				if f.Add(keys[i]) {
+					reported[i].Store(true)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	missed := 0
+	for i := range reported {
+		if !reported[i].Load() {
+			missed++
+		}
+	}
+	t.Logf("%d of %d keys added at once by %d goroutines were reported new by none", missed, n, writers)
+	if missed > 2*p*n {
+		t.Errorf("%d of %d keys added by %d goroutines at once were reported new by none of them (want at most %d)", missed, n, writers, int(2*p*n))
 	}
 }
 
