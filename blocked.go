@@ -108,8 +108,9 @@ func checkSectors(k, sectors int) error {
 	return nil
 }
 
-// Add adds key and reports whether the filter changed: true when at least one of the key's bits
-// was clear, so the key was definitely not in the filter before.
+// Add adds key and reports whether it was new: true when at least one of the key's bits was
+// clear when Add read it, so the key was definitely not in the filter when the call began.
+// Goroutines adding the same new key at once may each report true.
 func (f *Blocked) Add(key []byte) bool {
 	h1, h2 := murmur3.Sum128(key) // Guava64.Hash, without its switch
 	return f.add(h1, h2)

@@ -91,9 +91,10 @@ func checkParams(m uint64, k int, s Scheme) (uint64, error) {
 // stack before setting them; larger k (p below about 1e-9) take a one-pass loop.
 const maxFastK = 32
 
-// Add adds key and reports whether the filter changed: true when at least one of the key's bits
-// was clear, so the key was definitely not in the filter before (Guava's put). False means the
-// key was probably added before (or is a false positive).
+// Add adds key and reports whether it was new: true when at least one of the key's bits was clear
+// when Add read it, so the key was definitely not in the filter when the call began (Guava's put,
+// for a single writer; goroutines adding the same new key at once may each report true, as they
+// may under Guava). False means the key was probably added before (or is a false positive).
 func (f *Filter) Add(key []byte) bool {
 	h1, h2 := f.scheme.Hash(key)
 	return f.add(h1, h2)
