@@ -147,10 +147,10 @@ func (f *Filter) prefetch(hs []hashPair) {
 func (f *Filter) probe(h1, h2 uint64) bool {
 	var miss uint64
 	if f.scheme == Guava64 {
-		words, d, x := f.bits, f.div.fast(), h1
+		x := h1
 		for range f.k {
-			b := d.mod63(x & math.MaxInt64)
-			miss |= bitMask[b&63] &^ atomic.LoadUint64(&words[b>>6])
+			b := f.div.mod63(x & math.MaxInt64)
+			miss |= bitMask[b&63] &^ atomic.LoadUint64(&f.bits[b>>6])
 			x += h2
 		}
 		return miss == 0

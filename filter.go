@@ -139,46 +139,40 @@ func (f *Filter) TestInt32(v int32) bool { b := le32(v); return f.Test(b[:]) }
 // nothing. Otherwise it ORs each missing bit in with one atomic instruction per position, a zero
 // mask included, so that no branch depends on the loaded bits: whether a bit of a new key is set
 // is a coin toss the predictor loses, and each lost guess stalls the next key's loads. Measured
-// at n = 1e6 (bench module, interleaved A/B, 6 rounds): 66 -> 51 ns per Add against the version
-// that branched on each bit and used the atomic OR's old value.
+// at n = 1e6 against the version that branched on each bit and used the atomic OR's old value:
+// 70.7 -> 51.6 ns per Add (BENCHMARKS.md, bench/ab.sh).
 //
 // The result is true when a bit was clear when add read it: the key was not in the filter when
 // the call began. That is Guava's put() result for a single writer. With concurrent writers of the
 // same key, several may report true (as several may under Guava, each flipping some of the bits).
 func (f *Filter) add(h1, h2 uint64) bool {
-	k := f.k
-	if k > maxFastK {
+	if f.k > maxFastK {
 		added := false
-		for i := range k {
+		for i := range f.k {
 			added = f.bits.set(f.location(h1, h2, i)) || added
 		}
 		return added
 	}
 	var word, missing [maxFastK]uint64
 	var any uint64
-	words := f.bits
-	if f.scheme == Guava64 {
-		d, x := f.div.fast(), h1
-		for i := range k {
-			b := d.mod63(x & math.MaxInt64)
-			word[i] = b >> 6
-			missing[i] = bitMask[b&63] &^ atomic.LoadUint64(&words[b>>6])
-			any |= missing[i]
+	x := h1 // Guava64's positions by addition, without location's switch and multiplication
+	for i := range f.k {
+		var b uint64
+		if f.scheme == Guava64 {
+			b = f.div.mod63(x & math.MaxInt64)
 			x += h2
+		} else {
+			b = f.location(h1, h2, i)
 		}
-	} else {
-		for i := range k {
-			b := f.location(h1, h2, i)
-			word[i] = b >> 6
-			missing[i] = bitMask[b&63] &^ atomic.LoadUint64(&words[b>>6])
-			any |= missing[i]
-		}
+		word[i] = b >> 6
+		missing[i] = bitMask[b&63] &^ atomic.LoadUint64(&f.bits[b>>6])
+		any |= missing[i]
 	}
 	if any == 0 {
 		return false
 	}
-	for i := range k {
-		atomic.OrUint64(&words[word[i]], missing[i])
+	for i := range f.k {
+		atomic.OrUint64(&f.bits[word[i]], missing[i])
 	}
 	return true
 }
@@ -202,19 +196,18 @@ var bitMask = func() (m [64]uint64) {
 
 func (f *Filter) test(h1, h2 uint64) bool {
 	if f.scheme == Guava64 {
-		words, d, k := f.bits, f.div.fast(), f.k
 		x := h1
-		if len(words) <= branchlessWords {
+		if len(f.bits) <= branchlessWords {
 			var miss uint64
-			for range k {
-				b := d.mod63(x & math.MaxInt64)
-				miss |= bitMask[b&63] &^ atomic.LoadUint64(&words[b>>6])
+			for range f.k {
+				b := f.div.mod63(x & math.MaxInt64)
+				miss |= bitMask[b&63] &^ atomic.LoadUint64(&f.bits[b>>6])
 				x += h2
 			}
 			return miss == 0
 		}
-		for range k {
-			if !words.get(d.mod63(x & math.MaxInt64)) {
+		for range f.k {
+			if !f.bits.get(f.div.mod63(x & math.MaxInt64)) {
 				return false
 			}
 			x += h2

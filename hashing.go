@@ -157,22 +157,6 @@ func (v *divisor) mod63(x uint64) uint64 {
 	return x - (hi>>v.shift)*v.d
 }
 
-// fastDivisor is the part of a divisor that mod63 needs, held by value so that a probe loop keeps
-// it in registers: the loop's atomic loads are ordering points after which the compiler would
-// otherwise read the fields from the filter again on every probe.
-type fastDivisor struct {
-	d, magic uint64
-	shift    uint8
-}
-
-func (v *divisor) fast() fastDivisor { return fastDivisor{v.d, v.magic, v.shift} }
-
-// mod63 returns x mod d for x < 2^63.
-func (v fastDivisor) mod63(x uint64) uint64 {
-	hi, _ := bits.Mul64(x, v.magic)
-	return x - (hi>>v.shift)*v.d
-}
-
 // mod returns x mod d for any x.
 func (v *divisor) mod(x uint64) uint64 {
 	if v.d == 1 {
