@@ -43,20 +43,34 @@ type impl struct {
 	make func(n uint64) (subject, error)
 }
 
-// ours adapts any filter of this module.
+// ours adapts any filter of this module. The single-key closures call the concrete type's
+// methods, as the peers' closures do: through the interface, every call would pay an indirect
+// call more than the peers' (about 1 ns at n = 1e6) that a user holding a *bloom.Blocked never
+// pays.
 func ours(f interface {
 	bloom.AnyFilter
 	Reset()
 	ByteLen() int64
 }) subject {
-	return subject{
-		add:      func(key []byte) { f.Add(key) },
-		test:     func(key []byte) bool { return f.Test(key) },
+	s := subject{
 		addMany:  f.AddMany,
 		testMany: f.TestMany,
 		reset:    f.Reset,
 		bits:     func() uint64 { return uint64(f.ByteLen()) * 8 },
 	}
+	switch f := f.(type) {
+	case *bloom.Filter:
+		s.add, s.test = func(key []byte) { f.Add(key) }, f.Test
+	case *bloom.Blocked:
+		s.add, s.test = func(key []byte) { f.Add(key) }, f.Test
+	case *bloom.Scalable:
+		s.add, s.test = func(key []byte) { f.Add(key) }, f.Test
+	case *bloom.Counting:
+		s.add, s.test = func(key []byte) { f.Add(key) }, f.Test
+	default:
+		panic(fmt.Sprintf("ours: no single-key adapter for %T", f))
+	}
+	return s
 }
 
 // impls are the filters compared; allImpls adds extraImpls, through which a scratch copy of this
