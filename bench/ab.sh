@@ -5,6 +5,8 @@
 #
 #	ROUNDS=6 bench/ab.sh fd32257 HEAD 'Filters/n=1e6/op=(Add|TestPresent|TestAbsent)/impl=(classic|blocked|bitsandblooms)$'
 #
+# ARGS adds flags to every run, e.g. ARGS=-large for the n = 1e8 benchmarks.
+#
 # benchstat: go install golang.org/x/perf/cmd/benchstat@latest
 set -euo pipefail
 [ $# -eq 3 ] || { echo "usage: $0 OLD-COMMIT NEW-COMMIT BENCH-REGEXP" >&2; exit 2; }
@@ -20,8 +22,8 @@ done
 : >"$work/old.txt"
 : >"$work/new.txt"
 for _ in $(seq "${ROUNDS:-6}"); do
-	"$work/a.test" -test.run '^$' -test.bench "$3" -test.count 1 | grep '^Benchmark' >>"$work/old.txt"
-	"$work/b.test" -test.run '^$' -test.bench "$3" -test.count 1 | grep '^Benchmark' >>"$work/new.txt"
+	"$work/a.test" -test.run '^$' -test.bench "$3" -test.count 1 ${ARGS:-} | grep '^Benchmark' >>"$work/old.txt"
+	"$work/b.test" -test.run '^$' -test.bench "$3" -test.count 1 ${ARGS:-} | grep '^Benchmark' >>"$work/new.txt"
 done
 echo "results: $work/old.txt ($1) and $work/new.txt ($2)" >&2
 benchstat "$work/old.txt" "$work/new.txt"
