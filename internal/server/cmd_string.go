@@ -98,7 +98,7 @@ func setCmd(c *Conn, args [][]byte) {
 	if old != nil {
 		oldMem = old.mem.Load()
 	}
-	if !c.srv.ks.reserve(e.mem.Load()-oldMem, c.srv.memoryLimit()) {
+	if !c.srv.ks.reserve(e.mem.Load()-oldMem, c.srv.memLimitBytes()) {
 		c.srv.stats.oom.Add(1)
 		c.w.Error(errOOM)
 		return

@@ -26,6 +26,7 @@ type keyspace struct {
 	shards [numShards]shard
 	used   atomic.Int64  // charged bytes of every key and value
 	gen    atomic.Uint64 // number of removals, for connections' memory of their last entry
+	freed  atomic.Int64  // bytes of values removed since the last forced collection (memory.go)
 
 	// loading suspends expiry while a journal is replayed (see Server.SetLoading).
 	loading atomic.Bool
@@ -140,6 +141,7 @@ func (ks *keyspace) removeLocked(sh *shard, e *entry) {
 	delete(sh.m, e.key)
 	delete(sh.vol, e)
 	ks.used.Add(-e.mem.Load() - valueMem(e.val))
+	ks.freed.Add(valueMem(e.val))
 }
 
 // setExpireLocked sets e's expiry (0 removes it) under sh's write lock.

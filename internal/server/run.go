@@ -83,6 +83,8 @@ func Run(ctx context.Context, args []string, out io.Writer) error {
 	if err != nil {
 		return err
 	}
+	s.logMemoryLimit()
+	s.limitRuntime()
 	if err := s.openStore(); err != nil {
 		return err
 	}
@@ -140,6 +142,9 @@ func Run(ctx context.Context, args []string, out io.Writer) error {
 		if err != nil {
 			s.log.Error("cannot load the data files; bloomd exits (the reason follows on standard error)")
 			abandon()
+			if errors.Is(err, persist.ErrNoMemory) {
+				err = fmt.Errorf("%w\nThe data needs more memory than bloomd may use (%d bytes, set by %s); the data files are left as they were. Start bloomd with more memory or a higher limit", err, s.ceiling.bytes, s.ceiling.source())
+			}
 			return err
 		}
 		s.log.Info("bloomd ready to accept connections")
