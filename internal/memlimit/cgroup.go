@@ -23,13 +23,36 @@ var (
 )
 
 // cgroup returns the tightest memory limit of the process's cgroup and the cgroups above it,
-// and false if none has one. A v1 memory controller, when /proc/self/cgroup lists one, is the
-// one in force (a controller is attached to one hierarchy only); otherwise the v2 hierarchy's.
+// and false if none has one.
 func (p Probe) cgroup(r *Report) (Bound, bool) {
-	text, err := p.read("/proc/self/cgroup")
+	files, mountPoint, dir, err := p.findCgroup()
 	if err != nil {
 		r.problem(err)
 		return Bound{}, false
+	}
+	if dir == "" {
+		return Bound{}, false
+	}
+	return p.walkCgroups(r, files, mountPoint, dir)
+}
+
+// CgroupDir returns the directory of the process's memory cgroup (a path in the probed tree,
+// without Root) and its version, CgroupV1 or CgroupV2; ok is false if there is none.
+func (p Probe) CgroupDir() (dir string, version Source, ok bool) {
+	files, _, dir, err := p.findCgroup()
+	if err != nil || dir == "" {
+		return "", "", false
+	}
+	return dir, files.src, true
+}
+
+// findCgroup finds the memory cgroup's directory and the mount point of its hierarchy; dir is ""
+// if there is none. A v1 memory controller, when /proc/self/cgroup lists one, is the one in
+// force (a controller is attached to one hierarchy only); otherwise the v2 hierarchy's.
+func (p Probe) findCgroup() (files cgroupFiles, mountPoint, dir string, err error) {
+	text, err := p.read("/proc/self/cgroup")
+	if err != nil {
+		return files, "", "", err
 	}
 	var v1Path, v2Path string
 	var haveV1, haveV2 bool
@@ -55,18 +78,14 @@ func (p Probe) cgroup(r *Report) (Bound, bool) {
 	case haveV1:
 		files, cgPath = v1Files, v1Path
 	case !haveV2:
-		return Bound{}, false
+		return files, "", "", nil
 	}
 	mounts, err := p.read("/proc/self/mountinfo")
 	if err != nil {
-		r.problem(err)
-		return Bound{}, false
+		return files, "", "", err
 	}
-	mountPoint, dir, ok := findCgroupDir(mounts, files, cgPath)
-	if !ok {
-		return Bound{}, false
-	}
-	return p.walkCgroups(r, files, mountPoint, dir)
+	mountPoint, dir, _ = findCgroupDir(mounts, files, cgPath)
+	return files, mountPoint, dir, nil
 }
 
 // findCgroupDir finds the mount of the hierarchy in mountinfo and returns its mount point and

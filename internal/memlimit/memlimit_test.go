@@ -362,3 +362,19 @@ func TestThisMachine(t *testing.T) {
 	}
 	t.Logf("bounds: %v", r.Bounds)
 }
+
+func TestCgroupDir(t *testing.T) {
+	p := tree(t, with(base(),
+		"/proc/self/cgroup", "4:memory:/a/b\n0::/\n",
+		"/proc/self/mountinfo", "34 30 0:31 / /sys/fs/cgroup/memory rw - cgroup cgroup rw,memory\n"))
+	if dir, v, ok := p.CgroupDir(); !ok || dir != "/sys/fs/cgroup/memory/a/b" || v != CgroupV1 {
+		t.Fatalf("v1: %q %q %v", dir, v, ok)
+	}
+	p = tree(t, with(base(), "/proc/self/cgroup", "0::/x.slice/y.service\n"))
+	if dir, v, ok := p.CgroupDir(); !ok || dir != "/sys/fs/cgroup/x.slice/y.service" || v != CgroupV2 {
+		t.Fatalf("v2: %q %q %v", dir, v, ok)
+	}
+	if _, _, ok := tree(t, nil).CgroupDir(); ok {
+		t.Fatal("a cgroup found without /proc")
+	}
+}

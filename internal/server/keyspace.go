@@ -42,8 +42,8 @@ type shard struct {
 	_   [64]byte
 }
 
-// An entry is one key. Its key and value never change once it is published (SET on an existing
-// key replaces the entry).
+// An entry is one key. Its key and value never change while it is published (SET on an existing
+// key replaces the entry); removing it drops its value.
 type entry struct {
 	key    string
 	val    any          // *bloomValue or *stringValue
@@ -142,6 +142,9 @@ func (ks *keyspace) removeLocked(sh *shard, e *entry) {
 	delete(sh.vol, e)
 	ks.used.Add(-e.mem.Load() - valueMem(e.val))
 	ks.freed.Add(valueMem(e.val))
+	// Connections may still remember e (Conn.entry) until their next lookup; they no longer
+	// use it (the removal count changed), and must not keep its value from being collected.
+	e.val = nil
 }
 
 // setExpireLocked sets e's expiry (0 removes it) under sh's write lock.

@@ -23,6 +23,12 @@ const noLimit = math.MaxInt64 / 2
 // be reused, not added to, and Go reuses it only once a collection has found it free.
 const bigAlloc = 64 << 20
 
+// arenaBytes is the unit in which the Go runtime maps heap on 64-bit Linux (heapArenaBytes).
+// Under a limit on address space (RLIMIT_AS, RLIMIT_DATA) what counts is what is mapped, not
+// what is touched: a large allocation maps whole arenas, and while it aligns them the runtime
+// briefly holds one arena more.
+const arenaBytes = 64 << 20
+
 // A ceiling is the most the keyspace may hold whatever maxmemory says: the free memory of the
 // tightest limit at start, less a margin for what the process uses besides the keyspace
 // (connection buffers, the log's buffers, the Go runtime).
@@ -30,22 +36,34 @@ type ceiling struct {
 	bytes  int64
 	bound  memlimit.Bound // the tightest limit; Source "" if none was found
 	report memlimit.Report
+	// mapped is set when the limit counts address space: an allocation then costs its size
+	// rounded up to whole arenas, and is checked against the address space in use now.
+	mapped bool
+	probe  memlimit.Probe
 }
 
 // processMargin is the part of the free memory at start that the keyspace leaves to the rest
-// of the process: an eighth, and at least 64 MiB.
-func processMargin(free uint64) uint64 { return max(64<<20, free/8) }
+// of the process: an eighth, and at least 64 MiB; under a limit on address space one arena
+// more, which the runtime maps briefly while it grows the heap.
+func processMargin(free uint64, mapped bool) uint64 {
+	m := max(64<<20, free/8)
+	if mapped {
+		m += arenaBytes
+	}
+	return m
+}
 
 func newCeiling(p memlimit.Probe) ceiling {
 	r := p.Detect()
-	c := ceiling{bytes: noLimit, report: r}
+	c := ceiling{bytes: noLimit, report: r, probe: p}
 	b, ok := r.Tightest()
 	if !ok {
 		return c
 	}
 	c.bound = b
+	c.mapped = b.Source == memlimit.RlimitAS || b.Source == memlimit.RlimitData
 	free := b.Free()
-	if m := processMargin(free); free > m {
+	if m := processMargin(free, c.mapped); free > m {
 		c.bytes = int64(min(free-m, noLimit))
 	} else {
 		c.bytes = 0
@@ -105,12 +123,41 @@ func (s *Server) reserveMem(n int64) error {
 	if n >= bigAlloc && s.ks.freed.Swap(0) > 0 {
 		runtime.GC()
 	}
-	if n < 0 || !s.ks.reserve(n, limit) {
+	refuse := n < 0 || n > limit
+	if !refuse && n >= 1<<20 && s.ceiling.mapped && limit == s.ceiling.bytes {
+		if err := s.checkMapped(n, limit); err != nil {
+			s.stats.oom.Add(1)
+			return err
+		}
+	}
+	if refuse || !s.ks.reserve(n, limit) {
 		s.stats.oom.Add(1)
 		if n < 0 {
 			n = math.MaxInt64
 		}
 		return &memRefusal{asked: n, used: s.ks.used.Load(), limit: limit, source: src}
+	}
+	return nil
+}
+
+// checkMapped checks a large allocation under a limit on address space. Such an allocation maps
+// whole fresh arenas unless the heap has a free run of that size, which it cannot be relied on
+// to have: memory of removed filters stays mapped, and small objects allocated since may split
+// it. So the allocation must fit, rounded up to arenas and with one arena more for the
+// runtime's alignment, in the address space left now (read again from /proc/self/status), less
+// 64 MiB for the rest of the process; and the keyspace's own charge must stay under limit.
+func (s *Server) checkMapped(n, limit int64) error {
+	cost := (n + arenaBytes - 1) &^ (arenaBytes - 1) // n <= limit < 2^62: no overflow
+	if cost > limit-s.ks.used.Load() {
+		return &memRefusal{asked: n, used: s.ks.used.Load(), limit: limit, source: s.ceiling.source()}
+	}
+	src := s.ceiling.bound.Source
+	b, ok := s.ceiling.probe.Detect().Find(src)
+	if !ok {
+		return nil
+	}
+	if uint64(cost)+arenaBytes+64<<20 > b.Free() {
+		return &memRefusal{asked: n, used: int64(min(b.Used, math.MaxInt64)), limit: int64(min(b.Limit, math.MaxInt64)), source: string(src) + " address space"}
 	}
 	return nil
 }
@@ -150,9 +197,9 @@ func (s *Server) limitRuntime() {
 	if sample[0].Value.Kind() == metrics.KindUint64 && sample[1].Value.Kind() == metrics.KindUint64 {
 		goUsed = sample[0].Value.Uint64() - sample[1].Value.Uint64()
 	}
-	free := b.Free()
-	limit := goUsed + free - processMargin(free)/2
-	if limit > math.MaxInt64 || free <= processMargin(free)/2 {
+	free, margin := b.Free(), processMargin(b.Free(), s.ceiling.mapped)
+	limit := goUsed + free - margin/2
+	if limit > math.MaxInt64 || free <= margin/2 {
 		return
 	}
 	debug.SetMemoryLimit(int64(limit))
