@@ -28,7 +28,8 @@ BF.* commands. Settings use redis.conf names, in the config file or as flags:
   --port n                 TCP port (default 6379; 0 disables)
   --requirepass pass       password for AUTH (default none)
   --maxclients n           most connections at once (default 10000)
-  --maxmemory bytes        memory for filters, e.g. 2gb (default: the machine's memory)
+  --maxmemory bytes        memory for filters, e.g. 2gb (default and most: what the
+                           process's limits leave: ulimit -v, cgroup, GOMEMLIMIT, RAM)
   --timeout seconds        close clients idle this long (default 0: never)
   --dir path               working directory for data files (default .)
   --tls-port n             TLS port (default 0: off), with --tls-cert-file and --tls-key-file
