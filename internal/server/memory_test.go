@@ -205,3 +205,48 @@ func TestLoadPastCeiling(t *testing.T) {
 		t.Fatal("a failed snapshot load changed the files")
 	}
 }
+
+// TestAddressSpaceCeiling runs a server under a fake RLIMIT_AS of 4 GiB: the ceiling leaves
+// an arena more for the runtime, and a large allocation is checked against the address space in
+// use when it is made (the fake VmSize is raised under the running server), rounded up to
+// whole arenas.
+func TestAddressSpaceCeiling(t *testing.T) {
+	root := t.TempDir()
+	status := filepath.Join(root, "proc/self/status")
+	write := func(name, content string) {
+		p := filepath.Join(root, name)
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("proc/self/limits", "Max data size             unlimited            unlimited            bytes\nMax address space         4294967296           unlimited            bytes\n")
+	write("proc/self/status", "VmSize:\t 1048576 kB\nVmData:\t 100000 kB\nVmRSS:\t 10000 kB\n")
+	write("proc/meminfo", "MemTotal:       67108864 kB\nMemAvailable:   60000000 kB\n")
+	s := startServer(t, func(c *Config) {
+		c.MemoryProbe = &memlimit.Probe{Root: root, Getenv: func(string) string { return "" }}
+	})
+	c := dial(t, s.addr())
+	free := int64(3 << 30)
+	want := free - free/8 - 64<<20
+	if limit, src := s.memoryLimit(); limit != want || src != "rlimit_as" {
+		t.Fatalf("ceiling %d %s, want %d rlimit_as", limit, src, want)
+	}
+	// 2 MB counts as a 64 MiB arena, plus one for alignment, plus 64 MiB: fits in 3 GiB.
+	if v := c.do("BF.RESERVE", "a", "0.01", "1500000"); string(v.Str) != "OK" {
+		t.Fatalf("2 MB under 3 GiB free: %v", v)
+	}
+	// Now only 150 MiB of address space is left: 2 MB no longer fits; small filters still do.
+	if err := os.WriteFile(status, []byte(fmt.Sprintf("VmSize:\t %d kB\n", (4<<30-150<<20)/1024)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	m, _, _, _ := bloom.RedisBloomSize(1500000, 0.01/2)
+	want2 := fmt.Sprintf("ERR Insufficient memory to create filter: %d bytes (%s) asked, limit 4294967296 bytes (4.00G, rlimit_as address space) with %d in use",
+		32+64+m/8, humanBytes(int64(32+64+m/8)), int64(4<<30-150<<20))
+	if v := c.do("BF.RESERVE", "b", "0.01", "1500000"); string(v.Str) != want2 {
+		t.Fatalf("2 MB with 150 MiB of address space left: %v, want %q", v, want2)
+	}
+	if v := c.do("BF.RESERVE", "c", "0.01", "1000"); string(v.Str) != "OK" {
+		t.Fatalf("a small filter: %v", v)
+	}
+}
