@@ -3,9 +3,11 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"os/exec"
@@ -265,7 +267,7 @@ func TestAddressSpaceLimit(t *testing.T) {
 	d.stop(t)
 }
 
-// dirFiles returns the contents of the files in dir, by name.
+// dirFiles returns the SHA-256 of the files in dir, by name.
 func dirFiles(t *testing.T, dir string) map[string]string {
 	t.Helper()
 	ents, err := os.ReadDir(dir)
@@ -274,11 +276,17 @@ func dirFiles(t *testing.T, dir string) map[string]string {
 	}
 	m := map[string]string{}
 	for _, e := range ents {
-		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		f, err := os.Open(filepath.Join(dir, e.Name()))
 		if err != nil {
 			t.Fatal(err)
 		}
-		m[e.Name()] = string(b)
+		h := sha256.New()
+		_, err = io.Copy(h, f)
+		f.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		m[e.Name()] = string(h.Sum(nil))
 	}
 	return m
 }
