@@ -43,7 +43,7 @@ type shard struct {
 }
 
 // An entry is one key. Its key and value never change while it is published (SET on an existing
-// key replaces the entry); removing it drops its value.
+// key replaces the entry); removing it drops a filter value, which must not be used after.
 type entry struct {
 	key    string
 	val    any          // *bloomValue or *stringValue
@@ -143,8 +143,10 @@ func (ks *keyspace) removeLocked(sh *shard, e *entry) {
 	ks.used.Add(-e.mem.Load() - valueMem(e.val))
 	ks.freed.Add(valueMem(e.val))
 	// Connections may still remember e (Conn.entry) until their next lookup; they no longer
-	// use it (the removal count changed), and must not keep its value from being collected.
-	e.val = nil
+	// use it (the removal count changed), and must not keep a filter from being collected.
+	if _, ok := e.val.(*bloomValue); ok {
+		e.val = nil
+	}
 }
 
 // setExpireLocked sets e's expiry (0 removes it) under sh's write lock.
