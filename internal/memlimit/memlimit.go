@@ -130,6 +130,23 @@ func (p Probe) Detect() Report {
 	return r
 }
 
+// Refresh returns b with Used read again, and false if it can no longer be read. For the
+// rlimits and GOMEMLIMIT that is one read of /proc/self/status; other sources are detected
+// again.
+func (p Probe) Refresh(b Bound) (Bound, bool) {
+	key := map[Source]string{RlimitAS: "VmSize", RlimitData: "VmData", GoMemLimit: "VmRSS"}[b.Source]
+	if key == "" {
+		return p.Detect().Find(b.Source)
+	}
+	status, err := p.readKeyed("/proc/self/status")
+	if err != nil {
+		return b, false
+	}
+	used, ok := status[key]
+	b.Used = used
+	return b, ok
+}
+
 func (r *Report) problem(err error) {
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		r.Problems = append(r.Problems, err)

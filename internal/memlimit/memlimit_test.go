@@ -378,3 +378,40 @@ func TestCgroupDir(t *testing.T) {
 		t.Fatal("a cgroup found without /proc")
 	}
 }
+
+func TestRefresh(t *testing.T) {
+	limits := strings.Replace(limitsUnlimited, "Max address space         unlimited   ", "Max address space         12000000000 ", 1)
+	p := tree(t, with(base(), "/proc/self/limits", limits))
+	b := only(t, p.Detect(), RlimitAS)
+	if err := os.WriteFile(filepath.Join(p.Root, "proc/self/status"), []byte("VmSize:\t 5000000 kB\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if nb, ok := p.Refresh(b); !ok || nb.Used != 5000000*1024 || nb.Limit != b.Limit {
+		t.Fatalf("refreshed %+v %v", nb, ok)
+	}
+	m := only(t, p.Detect(), Machine)
+	if nb, ok := p.Refresh(m); !ok || nb != m {
+		t.Fatalf("refreshed machine %+v %v, want %+v", nb, ok, m)
+	}
+	os.Remove(filepath.Join(p.Root, "proc/self/status"))
+	if _, ok := p.Refresh(b); ok {
+		t.Fatal("refreshed without a status file")
+	}
+}
+
+// BenchmarkRefresh measures re-reading the address space in use, as bloomd does before a large
+// allocation under RLIMIT_AS.
+func BenchmarkRefresh(b *testing.B) {
+	bound := Bound{Source: RlimitAS}
+	for b.Loop() {
+		Probe{}.Refresh(bound)
+	}
+}
+
+// BenchmarkDetect measures one Detect of this process's real files: what a large allocation
+// under an address-space limit pays to re-read the address space in use.
+func BenchmarkDetect(b *testing.B) {
+	for b.Loop() {
+		Probe{}.Detect()
+	}
+}

@@ -152,7 +152,7 @@ func (s *Server) checkMapped(n, limit int64) error {
 		return &memRefusal{asked: n, used: s.ks.used.Load(), limit: limit, source: s.ceiling.source()}
 	}
 	src := s.ceiling.bound.Source
-	b, ok := s.ceiling.probe.Detect().Find(src)
+	b, ok := s.ceiling.probe.Refresh(s.ceiling.bound)
 	if !ok {
 		return nil
 	}
