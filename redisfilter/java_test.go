@@ -116,6 +116,22 @@ func TestJavaSpringHelper(t *testing.T) {
 		}
 	})
 
+	// The offsets the package examples print are the helper's own.
+	t.Run("Examples", func(t *testing.T) {
+		src, err := os.ReadFile("example_plain_test.go")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range []struct{ funnel, item string }{
+			{"string", hexOf("héllo")}, {"string2", hexOf("héllo")}, {"long", "-42"},
+		} {
+			got := runJava(t, classpath, c.item+"\n", "offsets", "1000000", "0.01", c.funnel)
+			if len(got) != 1 || !strings.Contains(string(src), "\t// "+got[0]+"\n") {
+				t.Errorf("funnel %s: Java's offsets %v are not an example's output", c.funnel, got)
+			}
+		}
+	})
+
 	rng := rand.New(rand.NewPCG(17, 19))
 	runes := []rune("aZ09 -_/\téüßñЖж中文日本語한국어😀🎉👩‍👧\u00a0\u200b\U0010FFFF")
 	randString := func() string {

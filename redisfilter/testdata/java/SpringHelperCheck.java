@@ -22,6 +22,7 @@ import java.util.List;
  * as RedisTemplate.setBit and getBit send them.
  *
  * Usage: java SpringHelperCheck size                              (stdin: "n p" lines; prints "m k")
+ *        java SpringHelperCheck offsets N P FUNNEL                 (stdin: items; prints "[o1 o2 ...]")
  *        java SpringHelperCheck add|check HOST PORT PASSWORD KEY N P FUNNEL   (stdin: one item per line)
  *
  * FUNNEL is "string" (putString(s, UTF_8)), "string2" (putString(s, UTF_8) twice, the frequent
@@ -135,6 +136,9 @@ public class SpringHelperCheck {
             stdout.flush();
             return;
         }
+        if (args[0].equals("offsets")) {
+            args = new String[] {"offsets", "", "0", "-", "", args[1], args[2], args[3]};
+        }
         String mode = args[0], host = args[1], password = args[3], key = args[4], funnelName = args[7];
         int port = Integer.parseInt(args[2]), n = Integer.parseInt(args[5]);
         double p = Double.parseDouble(args[6]);
@@ -158,6 +162,17 @@ public class SpringHelperCheck {
             Object item = funnelName.equals("long") ? (Object) Long.parseLong(line.trim())
                     : new String(unhex(line.trim()), StandardCharsets.UTF_8);
             offsets.add(helper.murmurHashOffset(item));
+        }
+        if (mode.equals("offsets")) {
+            for (int[] offs : offsets) {
+                StringBuilder b = new StringBuilder("[");
+                for (int i = 0; i < offs.length; i++) {
+                    b.append(i > 0 ? " " : "").append(offs[i]);
+                }
+                stdout.println(b.append(']'));
+            }
+            stdout.flush();
+            return;
         }
         try (Resp r = new Resp(host, port)) {
             if (!password.equals("-")) {
