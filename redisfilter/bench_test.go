@@ -14,7 +14,9 @@ import (
 //
 //	go test -run '^$' -bench . -benchtime 2s ./redisfilter
 //
-// Each reports keys/s. The filter holds 1M keys at 1% (m = 9.6M bits, k = 7).
+// Each reports keys/s. The filter holds 1M keys at 1% (m = 9.6M bits, k = 7); the plain-layout
+// filter ("plain") has the Spring helper's parameters for the same (n, p): m = 9,585,058, k = 7,
+// Guava32, SETBIT order.
 
 const (
 	benchN     = 1_000_000
@@ -84,6 +86,22 @@ func newBenchFilter(b *testing.B, c redis.UniversalClient) (*Filter, *seedFilter
 	return f, seed
 }
 
+// newBenchPlain returns a plain-layout filter with the Spring helper's parameters for the
+// benchmarks' n and p.
+func newBenchPlain(b *testing.B, c redis.UniversalClient) *Filter {
+	ctx := context.Background()
+	params, err := SpringHelper(benchN, benchP)
+	if err != nil {
+		b.Fatal(err)
+	}
+	f, err := NewPlain(ctx, c, uniqueName(b), params, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { f.Delete(context.Background()) })
+	return f
+}
+
 func BenchmarkAdd(b *testing.B) {
 	c := standalone(b)
 	ctx := context.Background()
@@ -100,6 +118,15 @@ func BenchmarkAdd(b *testing.B) {
 	b.Run("redisfilter", func(b *testing.B) {
 		for i := 0; b.Loop(); i++ {
 			if _, err := f.Add(ctx, ks[i&(len(ks)-1)]); err != nil {
+				b.Fatal(err)
+			}
+		}
+		reportKeys(b, 1)
+	})
+	plain := newBenchPlain(b, c)
+	b.Run("plain", func(b *testing.B) {
+		for i := 0; b.Loop(); i++ {
+			if _, err := plain.Add(ctx, ks[i&(len(ks)-1)]); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -131,6 +158,18 @@ func BenchmarkTest(b *testing.B) {
 	b.Run("redisfilter", func(b *testing.B) {
 		for i := 0; b.Loop(); i++ {
 			if _, err := f.Test(ctx, ks[i&(len(ks)-1)]); err != nil {
+				b.Fatal(err)
+			}
+		}
+		reportKeys(b, 1)
+	})
+	plain := newBenchPlain(b, c)
+	if _, err := plain.AddMany(ctx, present); err != nil {
+		b.Fatal(err)
+	}
+	b.Run("plain", func(b *testing.B) {
+		for i := 0; b.Loop(); i++ {
+			if _, err := plain.Test(ctx, ks[i&(len(ks)-1)]); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -172,6 +211,15 @@ func BenchmarkAddMany(b *testing.B) {
 		}
 		reportKeys(b, benchBatch)
 	})
+	plain := newBenchPlain(b, c)
+	b.Run("plain", func(b *testing.B) {
+		for i := 0; b.Loop(); i++ {
+			if _, err := plain.AddMany(ctx, batches[i%len(batches)]); err != nil {
+				b.Fatal(err)
+			}
+		}
+		reportKeys(b, benchBatch)
+	})
 }
 
 func BenchmarkTestMany(b *testing.B) {
@@ -185,6 +233,18 @@ func BenchmarkTestMany(b *testing.B) {
 	b.Run("redisfilter", func(b *testing.B) {
 		for b.Loop() {
 			if _, err := f.TestMany(ctx, batch); err != nil {
+				b.Fatal(err)
+			}
+		}
+		reportKeys(b, benchBatch)
+	})
+	plain := newBenchPlain(b, c)
+	if _, err := plain.AddMany(ctx, benchKeys("batch0", benchBatch)); err != nil {
+		b.Fatal(err)
+	}
+	b.Run("plain", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := plain.TestMany(ctx, batch); err != nil {
 				b.Fatal(err)
 			}
 		}
