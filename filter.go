@@ -66,7 +66,7 @@ func NewWithParams(m uint64, k int, s Scheme) (*Filter, error) {
 // reduced modulo exactly m, for every scheme: no rounding to whole words. It is for filters that
 // other programs size without rounding, such as a Guava32 filter of 9,585,058 bits kept in a
 // Redis string by Java code that computes Guava's positions itself (see package redisfilter's
-// OpenPlain); storage is still ceil(m/64) words, whose bits at m and above Add never sets.
+// NewPlain); storage is still ceil(m/64) words, whose bits at m and above Add never sets.
 // Under a Guava or RedisBloom scheme such a filter answers like Guava's or RedisBloom's own only
 // when m is a multiple of 64, which is what NewWithParams gives: a Guava stream cannot hold any
 // other m, and package guava refuses to write one. It fails with ErrInvalidParameter for an

@@ -82,9 +82,10 @@ func makeHeader(s bloom.Scheme, k int, words int64) ([HeaderSize]byte, error) {
 // a filter that answers exactly as f. It returns the number of bytes written.
 //
 // f must hash with bloom.Guava64 or bloom.Guava32, have at most MaxK hash functions and
-// MaxWords words, and a modulus of whole words (as every filter but bloom.NewExact's has); otherwise WriteTo writes nothing and returns an error wrapping
-// bloom.ErrIncompatible. WriteTo may run while other goroutines add to f: each word is read
-// atomically, so the stream holds every add that completed before WriteTo started.
+// MaxWords words, and a modulus of whole words (as every filter has but some that bloom.NewExact
+// makes); otherwise WriteTo writes nothing and returns an error wrapping bloom.ErrIncompatible.
+// WriteTo may run while other goroutines add to f: each word is read atomically, so the stream
+// holds every add that completed before WriteTo started.
 func WriteTo(w io.Writer, f *bloom.Filter) (int64, error) {
 	h, err := header(f)
 	if err != nil {

@@ -84,7 +84,6 @@ func TestJavaSpringHelper(t *testing.T) {
 		password = "-"
 	}
 	c := standalone(t)
-	ctx := ctxT(t)
 
 	t.Run("Size", func(t *testing.T) {
 		type np struct {
@@ -179,6 +178,7 @@ func TestJavaSpringHelper(t *testing.T) {
 		}, addedLongs, absentLongs, 3000, 0.001},
 	} {
 		t.Run(fn.name, func(t *testing.T) {
+			ctx := ctxT(t)
 			in, out := added, absent
 			if fn.added != nil {
 				in, out = fn.added, fn.absent
@@ -232,8 +232,8 @@ func TestJavaSpringHelper(t *testing.T) {
 				}
 			}
 			// Java never wrote anything but bits, and Go added nothing.
-			if typ, _ := c.Type(ctx, key).Result(); typ != "string" {
-				t.Fatalf("the key is a %s", typ)
+			if typ, err := c.Type(ctx, key).Result(); typ != "string" {
+				t.Fatalf("the key is a %q (%v)", typ, err)
 			}
 			t.Logf("%d added keys found; %d of %d other keys (short random strings may repeat added ones) present for both", len(in), fp, len(out))
 

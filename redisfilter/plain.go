@@ -129,7 +129,9 @@ func SpringHelperSize(n uint64, p float64) (m uint64, k int, err error) {
 	if m == 0 {
 		return 0, 0, fmt.Errorf("%w: %d insertions at p=%g give the Spring helper a filter of 0 bits", ErrInvalid, n, p)
 	}
-	return m, bloom.OptimalK(n, m), nil
+	// Java's Math.round rounds halves up; for these positive values so does math.Round. k is at
+	// most 1075 (m/n is at most -ln(Double.MIN_VALUE)/ln²2), well within bloom.MaxK.
+	return m, int(math.Max(1, math.Round(float64(m)/float64(n)*ln2))), nil
 }
 
 // javaLog is Java's Math.log for x > 0. Go's math.Log on amd64 is wrong for subnormal x (it
