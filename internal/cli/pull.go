@@ -162,7 +162,7 @@ longer than m bits allow.`,
 			return nil
 		},
 	}
-	cmd.Flags().Var(&to, "to", "format of FILE: redisbloom (default), native (one sub-filter only) or guava (never: RedisBloom's hashing is not Guava's)")
+	cmd.Flags().Var(&to, "to", "format of FILE: redisbloom (default), native (one sub-filter only; the default for a plain key) or guava (never for RedisBloom: its hashing is not Guava's)")
 	rf.register(cmd)
 	pf.register(cmd)
 	return cmd
