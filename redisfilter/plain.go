@@ -134,9 +134,10 @@ func SpringHelperSize(n uint64, p float64) (m uint64, k int, err error) {
 	return m, int(math.Max(1, math.Round(float64(m)/float64(n)*ln2))), nil
 }
 
-// javaLog is Java's Math.log for x > 0. Go's math.Log on amd64 is wrong for subnormal x (it
-// gives -709.09 for Double.MIN_VALUE, whose logarithm is -744.44), so those are scaled into the
-// normal range first.
+// javaLog is Java's Math.log for x > 0. Go's math.Log (measured on amd64) is wrong for subnormal
+// x: it gives -709.09 for Double.MIN_VALUE, whose logarithm is -744.44. Those are scaled into the
+// normal range first; TestJavaSpringHelper compares the sizes with Java's for p = 0 and a
+// subnormal p.
 func javaLog(x float64) float64 {
 	if x < 0x1p-1022 {
 		return math.Log(x*0x1p52) - 52*math.Ln2
