@@ -59,6 +59,9 @@ func isNoScript(err error) bool {
 // fields, ErrWrongType, or the client's error (network, timeout, context) with the operation and
 // the filter named.
 func callErr(op, name string, cl *call, err error) error {
+	if redis.HasErrorPrefix(err, tooLongPrefix) {
+		return tooLong(op, name, cl, err)
+	}
 	if redis.HasErrorPrefix(err, mismatchPrefix) {
 		stored := strings.TrimSpace(strings.TrimPrefix(err.Error(), mismatchPrefix))
 		if line, key, ok := strings.Cut(stored, " unexpected="); ok && line == cl.want {
