@@ -208,9 +208,9 @@ func cfReserveCmd(c *Conn, args [][]byte) {
 
 // Per-item results of CF adds, as RedisBloom's CuckooInsertStatus, plus a refusal by maxmemory.
 const (
-	cfInserted int8 = 1
-	cfExists   int8 = 0
-	cfNoSpace  int8 = -1
+	cfInserted  int8 = 1
+	cfExists    int8 = 0
+	cfNoSpace   int8 = -1
 	cfAllocFail int8 = -2 // growth impossible (RedisBloom's CuckooInsert_MemAllocFailed)
 	cfNoMemory  int8 = -3 // growth refused by maxmemory
 )

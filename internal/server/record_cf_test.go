@@ -258,6 +258,10 @@ var cfSessions = map[string]cfSession{
 		do("CF.LOADCHUNK", "empty", "1", cfHeaderBytes(0, 4, 0, 1, 2, 20, 1))
 		do("CF.SCANDUMP", "empty", "0")
 	},
+	"resp2-cf-command.txt": func(do func(...string) resp.Value) {
+		do("COMMAND", "INFO", "cf.reserve", "cf.add", "cf.addnx", "cf.insert", "cf.insertnx", "cf.exists",
+			"cf.mexists", "cf.count", "cf.del", "cf.compact", "cf.scandump", "cf.loadchunk", "cf.info", "cf.debug")
+	},
 	"resp3-cf.txt": func(do func(...string) resp.Value) {
 		do("HELLO", "3")
 		do("CF.RESERVE", "cf", "100")
