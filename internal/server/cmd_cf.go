@@ -74,7 +74,7 @@ func (s *Server) release(cv *cuckooValue) {
 
 // newCuckooEntry makes an entry for key holding the filter mk makes, charging its memory. It
 // returns RedisBloom's error reply on failure.
-func (s *Server) newCuckooEntry(key []byte, mk func(opts *bloom.CuckooOptions) (*bloom.Cuckoo, error)) (*entry, string) {
+func (s *Server) newCuckooEntry(key []byte, header bool, mk func(opts *bloom.CuckooOptions) (*bloom.Cuckoo, error)) (*entry, string) {
 	keyMem := int64(keyOverhead + len(key))
 	if !s.ks.reserve(keyMem, s.memoryLimit()) {
 		s.stats.oom.Add(1)
@@ -86,7 +86,9 @@ func (s *Server) newCuckooEntry(key []byte, mk func(opts *bloom.CuckooOptions) (
 		switch {
 		case errors.Is(err, errReserve):
 			return nil, errOOM
-		case errors.Is(err, redisbloom.ErrCFHeader):
+		case header:
+			// A header RedisBloom refuses, or one it accepts but cannot allocate (on which
+			// RedisBloom aborts the server).
 			return nil, "Couldn't create filter!"
 		}
 		return nil, "ERR Insufficient memory to create filter"
@@ -192,7 +194,7 @@ func cfReserveCmd(c *Conn, args [][]byte) {
 		}
 		return
 	}
-	e, msg := c.srv.newCuckooEntry(key, func(o *bloom.CuckooOptions) (*bloom.Cuckoo, error) {
+	e, msg := c.srv.newCuckooEntry(key, false, func(o *bloom.CuckooOptions) (*bloom.Cuckoo, error) {
 		o.BucketSize, o.MaxIterations = uint16(bucketSize), uint16(maxIter)
 		o.Expansion, o.NonScaling = uint16(expansion), expansion == 0
 		return bloom.NewCuckoo(uint64(capacity), o)
@@ -318,7 +320,7 @@ func (c *Conn) cfCreate(args [][]byte, key []byte, items [][]byte, opts *cfInser
 	if e != nil {
 		return false
 	}
-	e, msg := c.srv.newCuckooEntry(key, func(o *bloom.CuckooOptions) (*bloom.Cuckoo, error) {
+	e, msg := c.srv.newCuckooEntry(key, false, func(o *bloom.CuckooOptions) (*bloom.Cuckoo, error) {
 		return bloom.NewCuckoo(uint64(opts.capacity), o)
 	})
 	if e == nil {
@@ -567,7 +569,7 @@ func cfLoadChunkCmd(c *Conn, args [][]byte) {
 			c.w.Error("Invalid header")
 			return
 		}
-		e, msg := c.srv.newCuckooEntry(key, func(o *bloom.CuckooOptions) (*bloom.Cuckoo, error) {
+		e, msg := c.srv.newCuckooEntry(key, true, func(o *bloom.CuckooOptions) (*bloom.Cuckoo, error) {
 			return redisbloom.LoadCFHeader(data, o)
 		})
 		if e == nil {

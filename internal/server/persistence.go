@@ -167,7 +167,7 @@ func (k dataKeyspace) Cuckoo(key []byte, expire int64, header []byte) (*bloom.Cu
 	if old != nil {
 		return nil, fmt.Errorf("key %q appears twice", clipKey(key))
 	}
-	e, msg := s.newCuckooEntry(key, func(o *bloom.CuckooOptions) (*bloom.Cuckoo, error) {
+	e, msg := s.newCuckooEntry(key, true, func(o *bloom.CuckooOptions) (*bloom.Cuckoo, error) {
 		return redisbloom.LoadCFHeader(header, o)
 	})
 	if e == nil {
