@@ -370,3 +370,72 @@ func TestRecordCFTranscripts(t *testing.T) {
 		srv.Close()
 	}
 }
+
+// TestCFDumpsIntoRedisBloom moves cuckoo filters built by bloomd into the real RedisBloom module
+// named by REDISBLOOM_SO with CF.SCANDUMP / CF.LOADCHUNK, and requires RedisBloom to hold the
+// same filter (CF.DEBUG, every answer, its own dump byte for byte) and to keep agreeing with
+// bloomd as both go on adding and removing. (RedisBloom's dumps loaded into bloomd are covered by
+// resp2-cf-scandump.txt.)
+func TestCFDumpsIntoRedisBloom(t *testing.T) {
+	so := os.Getenv("REDISBLOOM_SO")
+	if so == "" {
+		t.Skip("REDISBLOOM_SO is not set: no RedisBloom module to load bloomd's dumps into")
+	}
+	rs := redistest.New(t, &redistest.Options{Args: []string{"--loadmodule", so}})
+	rb := dial(t, rs.Addr)
+	bd := dial(t, startServer(t, nil).addr())
+	both := func(args ...string) {
+		t.Helper()
+		a, b := rb.do(args...), bd.do(args...)
+		if fmt.Sprint(a) != fmt.Sprint(b) {
+			t.Fatalf("%v: RedisBloom %v, bloomd %v", args, a, b)
+		}
+	}
+	dump := func(c *rawClient, key string) [][]byte {
+		var out [][]byte
+		for pos := "0"; ; {
+			v := c.do("CF.SCANDUMP", key, pos)
+			if v.Elems[0].Int == 0 {
+				return out
+			}
+			pos = fmt.Sprint(v.Elems[0].Int)
+			out = append(out, []byte(pos), v.Elems[1].Str)
+		}
+	}
+	for i, reserve := range [][]string{
+		{"1000"}, {"64", "EXPANSION", "2"}, {"50", "BUCKETSIZE", "1", "MAXITERATIONS", "3", "EXPANSION", "4"},
+		{"500", "BUCKETSIZE", "8", "EXPANSION", "0"},
+	} {
+		key := fmt.Sprint("f", i)
+		bd.do(cfCmd([]string{"CF.RESERVE", key}, reserve...)...)
+		items := cfItems(key+"-", 700)
+		bd.do(cfCmd([]string{"CF.INSERT", key, "ITEMS"}, items...)...)
+		for _, it := range items[:150] {
+			bd.do("CF.DEL", key, it)
+		}
+		d := dump(bd, key)
+		for j := 0; j < len(d); j += 2 {
+			if v := rb.do("CF.LOADCHUNK", key, string(d[j]), string(d[j+1])); v.IsError() {
+				t.Fatalf("%s: RedisBloom refused bloomd's chunk at %s: %s", key, d[j], v.Str)
+			}
+		}
+		both("CF.DEBUG", key)
+		both(cfCmd([]string{"CF.MEXISTS", key}, items...)...)
+		for _, it := range items[140:160] {
+			both("CF.COUNT", key, it)
+		}
+		if a, b := dump(rb, key), dump(bd, key); fmt.Sprint(a) != fmt.Sprint(b) {
+			t.Fatalf("%s: RedisBloom's dump of the loaded filter differs from bloomd's", key)
+		}
+		more := cfItems(key+"+", 300)
+		both(cfCmd([]string{"CF.INSERT", key, "ITEMS"}, more...)...)
+		for _, it := range items[150:400] {
+			both("CF.DEL", key, it)
+		}
+		both("CF.COMPACT", key)
+		both("CF.DEBUG", key)
+		if a, b := dump(rb, key), dump(bd, key); fmt.Sprint(a) != fmt.Sprint(b) {
+			t.Fatalf("%s: dumps differ after the same writes on both", key)
+		}
+	}
+}
