@@ -511,6 +511,10 @@ func (d *snapReader) readCuckoo(sink Sink, key, meta []byte, expire int64, data 
 	if err != nil {
 		return corrupt(d.name, at, "section %d (key %q): %v", section, clip(key), err)
 	}
+	if binary.LittleEndian.Uint64(meta[24:]) != uint64(info.Filters) {
+		// CF.LOADCHUNK keeps the low 16 bits; a snapshot holds only what Capture wrote.
+		return corrupt(d.name, at, "section %d (key %q): %d sub-filters", section, clip(key), binary.LittleEndian.Uint64(meta[24:]))
+	}
 	if info.Bytes != data || data > uint64(d.size-d.off) {
 		return corrupt(d.name, at, "section %d (key %q): %d bytes of slots declared, %d in the header, %d bytes left in the file", section, clip(key), data, info.Bytes, d.size-d.off)
 	}
