@@ -111,6 +111,7 @@ func BenchmarkCuckooVsBloom(b *testing.B) {
 				for _, k := range keys {
 					add2(k)
 				}
+				b.ResetTimer()
 				for i := range b.N {
 					if i%n == 0 && i > 0 {
 						b.StopTimer()
