@@ -127,3 +127,37 @@ func BenchmarkCuckooVsBloom(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkCuckooParallel measures the cost of the filter's RWMutex under parallel use: Test
+// from every P (read lock), and Add+Remove pairs from every P (write lock), on a filter of 1e6
+// keys, against one goroutine doing the same.
+//
+//	go test -run - -bench CuckooParallel -cpu 1,2 .
+func BenchmarkCuckooParallel(b *testing.B) {
+	const n = 1_000_000
+	c, _ := bloom.NewCuckoo(2*n, nil)
+	var k [8]byte
+	for i := range n {
+		binary.LittleEndian.PutUint64(k[:], uint64(i))
+		_ = c.Add(k[:])
+	}
+	b.Run("Test", func(b *testing.B) {
+		b.RunParallel(func(pb *testing.PB) {
+			var k [8]byte
+			for i := uint64(0); pb.Next(); i++ {
+				binary.LittleEndian.PutUint64(k[:], i%n)
+				c.Test(k[:])
+			}
+		})
+	})
+	b.Run("AddRemove", func(b *testing.B) {
+		b.RunParallel(func(pb *testing.PB) {
+			var k [8]byte
+			for i := uint64(0); pb.Next(); i++ {
+				binary.LittleEndian.PutUint64(k[:], n+i%n)
+				_ = c.Add(k[:])
+				c.Remove(k[:])
+			}
+		})
+	})
+}
