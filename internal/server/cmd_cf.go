@@ -312,8 +312,8 @@ func (c *Conn) cfInsert(args [][]byte, key []byte, items [][]byte, opts *cfInser
 	}
 }
 
-// cfCreate creates the filter at key (if still missing) under the shard lock, adds items,
-// journals and only then publishes it.
+// cfCreate creates the filter at key (if still missing), publishes it, adds items and journals,
+// all under the shard lock, so no other command sees the filter before its record.
 func (c *Conn) cfCreate(args [][]byte, key []byte, items [][]byte, opts *cfInsertOpts) bool {
 	sh, e := c.lockForCreate(key)
 	defer sh.mu.Unlock()
