@@ -13,7 +13,7 @@ import (
 //	offset size field
 //	0      8    magic "\x89BLOOM\r\n" (a non-ASCII first byte and CRLF catch text-mode mangling)
 //	8      2    format version, 1
-//	10     1    kind: 1 classic, 2 blocked, 3 scalable, 4 counting
+//	10     1    kind: 1 classic, 2 blocked, 3 scalable, 4 counting, 5 cuckoo (cuckoo_encoding.go)
 //	11     1    hashing scheme (Scheme)
 //	12     4    k, hash functions per key
 //	16     8    m, the modulus in bits (counters for the counting kind); for the classic kind
@@ -56,6 +56,8 @@ func (k kind) String() string {
 		return "scalable"
 	case kindCounting:
 		return "counting"
+	case kindCuckoo:
+		return "cuckoo"
 	}
 	return fmt.Sprintf("kind(%d)", uint8(k))
 }

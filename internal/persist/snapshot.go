@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"sync"
 
+	"github.com/bloomd/bloom"
 	"github.com/bloomd/bloom/redisbloom"
 )
 
@@ -27,16 +28,18 @@ import (
 //	40  4  CRC-32C of bytes 0..39
 //
 //	then one section per key, and an end section. A section header, 32 bytes:
-//	0   1  kind: 1 filter, 2 string, 255 end
+//	0   1  kind: 1 filter, 2 string, 3 cuckoo filter, 255 end
 //	1   3  zero
 //	4   4  key length K
-//	8   4  meta length M: a filter's BF.SCANDUMP header (20 + 53·links), a string's value
+//	8   4  meta length M: a filter's BF.SCANDUMP header (20 + 53·links), a cuckoo filter's
+//	       CF.SCANDUMP header (38), a string's value
 //	12  8  expiry time, unix milliseconds, 0 for none
 //	20  8  data length D: a filter's bit arrays in bytes; for the end section, the number of keys
 //	28  4  CRC-32C of bytes 0..27
 //	then (not for the end section) the key, the meta, and the CRC-32C of key and meta;
 //	then, for a filter, its bit arrays (BF.SCANDUMP's byte layout), link by link, in pieces of
-//	at most 16 MiB that never span two links, each followed by its CRC-32C.
+//	at most 16 MiB that never span two links, each followed by its CRC-32C; for a cuckoo
+//	filter, its sub-filters' slots the same way.
 //
 // The end section is the last bytes of the file: a snapshot cut short anywhere is refused.
 const (
@@ -47,6 +50,7 @@ const (
 
 	kindFilter = 1
 	kindString = 2
+	kindCuckoo = 3
 	kindEnd    = 255
 
 	pieceSize = redisbloom.MaxChunkSize
@@ -80,6 +84,10 @@ type Item struct {
 	Expire int64             // unix ms; 0 for none
 	Chain  *redisbloom.Chain // the filter; nil for a string
 	Value  []byte            // a string's value
+
+	// Cuckoo is a cuckoo filter: a copy taken at the instant of the snapshot (cuckoo insertions
+	// move fingerprints, so unlike bits they cannot be copied while clients go on).
+	Cuckoo *bloom.Cuckoo
 
 	// A filter's links and counts at the instant of the snapshot: either its whole header
 	// (Chain.Header), or, cheaper to take while every client waits, its number of links
@@ -122,6 +130,9 @@ type Sink interface {
 	Filter(key []byte, expire int64, header []byte) (*redisbloom.Chain, error)
 	// String sets key to value. value is the reader's: keep it, it is not reused.
 	String(key, value []byte, expire int64) error
+	// Cuckoo makes the cuckoo filter at key from a CF.SCANDUMP header (every slot free, which
+	// the reader then loads), as CF.LOADCHUNK does; its errors stop the load.
+	Cuckoo(key []byte, expire int64, header []byte) (*bloom.Cuckoo, error)
 }
 
 // SnapshotStats counts what a snapshot held.
@@ -168,7 +179,13 @@ func WriteSnapshot(w io.Writer, h SnapshotHeader, items []Item) (int64, error) {
 		meta := it.Value
 		var data uint64
 		var sizes []uint64
-		if it.Chain != nil {
+		if it.Cuckoo != nil {
+			kind, meta = kindCuckoo, redisbloom.CFHeader(it.Cuckoo)
+			sizes = it.Cuckoo.FilterBytes()
+			for _, s := range sizes {
+				data += s
+			}
+		} else if it.Chain != nil {
 			kind, meta = kindFilter, it.Header
 			var err error
 			if meta == nil {
@@ -192,6 +209,23 @@ func WriteSnapshot(w io.Writer, h SnapshotHeader, items []Item) (int64, error) {
 		bw.Write(meta)
 		sum := crcUpdate(crcUpdate(0, []byte(it.Key)), meta)
 		bw.Write(le.AppendUint32(b[:0], sum))
+		if it.Cuckoo != nil {
+			var piece []byte
+			for i, size := range sizes {
+				for off := uint64(0); off < size; {
+					n := min(pieceSize, size-off)
+					if uint64(cap(piece)) < n {
+						piece = make([]byte, n)
+					}
+					p := piece[:n]
+					it.Cuckoo.ReadSlots(i, off, p)
+					bw.Write(p)
+					bw.Write(le.AppendUint32(b[:0], crc(p)))
+					off += n
+				}
+			}
+			continue
+		}
 		iter := int64(1)
 		for _, size := range sizes {
 			for off := uint64(0); off < size; {
@@ -288,7 +322,7 @@ func ReadSnapshot(r io.Reader, size int64, name string, sink Sink) (SnapshotHead
 			}
 			return h, st, ld.stop()
 		}
-		if kind != kindFilter && kind != kindString || sec[1]|sec[2]|sec[3] != 0 {
+		if kind != kindFilter && kind != kindString && kind != kindCuckoo || sec[1]|sec[2]|sec[3] != 0 {
 			return h, st, corrupt(name, at, "section %d: unknown kind %d", st.Keys, kind)
 		}
 		if keyLen+metaLen+4 > rest || keyLen > maxKeyOrValue || metaLen > maxKeyOrValue {
@@ -314,6 +348,15 @@ func ReadSnapshot(r io.Reader, size int64, name string, sink Sink) (SnapshotHead
 			}
 			st.Keys++
 			st.Strings++
+			continue
+		}
+		if kind == kindCuckoo {
+			if err := d.readCuckoo(sink, key, meta, expire, data, at, st.Keys); err != nil {
+				return h, st, err
+			}
+			st.Keys++
+			st.Filters++
+			st.BitBytes += int64(data)
 			continue
 		}
 		sizes, err := linkBytes(meta)
@@ -457,6 +500,58 @@ func (d *snapReader) read(p []byte) error {
 			return corrupt(d.name, d.off, "snapshot cut short (the file is shorter than %d bytes)", d.size)
 		}
 		return fmt.Errorf("persist: reading %s: %w", d.name, err)
+	}
+	return nil
+}
+
+// readCuckoo reads the slots of a cuckoo filter section whose key and header have been read:
+// the header is checked, and the slots declared checked against the header and what is left of
+// the file, before the sink allocates the filter.
+func (d *snapReader) readCuckoo(sink Sink, key, meta []byte, expire int64, data uint64, at int64, section int) error {
+	info, err := redisbloom.ParseCFHeader(meta)
+	if err != nil {
+		return corrupt(d.name, at, "section %d (key %q): %v", section, clip(key), err)
+	}
+	if binary.LittleEndian.Uint64(meta[24:]) != uint64(info.Filters) {
+		// CF.LOADCHUNK keeps the low 16 bits; a snapshot holds only what Capture wrote.
+		return corrupt(d.name, at, "section %d (key %q): %d sub-filters", section, clip(key), binary.LittleEndian.Uint64(meta[24:]))
+	}
+	if info.Bytes != data || data > uint64(d.size-d.off) {
+		return corrupt(d.name, at, "section %d (key %q): %d bytes of slots declared, %d in the header, %d bytes left in the file", section, clip(key), data, info.Bytes, d.size-d.off)
+	}
+	cf, err := sink.Cuckoo(key, expire, meta)
+	if err != nil {
+		return fmt.Errorf("persist: %s: key %q (section at byte offset %d): %w", d.name, clip(key), at, err)
+	}
+	sizes := cf.FilterBytes()
+	n := uint64(0)
+	for _, s := range sizes {
+		n += pieces(s)
+	}
+	if data+4*n > uint64(d.size-d.off) {
+		return corrupt(d.name, at, "section %d (key %q): %d bytes of slots do not fit in the %d bytes left", section, clip(key), data, d.size-d.off)
+	}
+	var buf []byte
+	le := binary.LittleEndian
+	for i, s := range sizes {
+		for off := uint64(0); off < s; {
+			n := min(pieceSize, s-off)
+			if uint64(cap(buf)) < n+4 {
+				buf = make([]byte, n+4)
+			}
+			p := buf[:n+4]
+			pieceAt := d.off
+			if err := d.read(p); err != nil {
+				return err
+			}
+			if le.Uint32(p[n:]) != crc(p[:n]) {
+				return corrupt(d.name, pieceAt, "section %d (key %q): slots checksum mismatch", section, clip(key))
+			}
+			if err := cf.WriteSlots(i, off, p[:n]); err != nil {
+				return corrupt(d.name, pieceAt, "section %d (key %q): %v", section, clip(key), err)
+			}
+			off += n
+		}
 	}
 	return nil
 }

@@ -34,6 +34,21 @@ func (s *chainSink) Filter(key []byte, expire int64, header []byte) (*redisbloom
 	return ch, nil
 }
 
+func (s *chainSink) Cuckoo(key []byte, expire int64, header []byte) (*bloom.Cuckoo, error) {
+	c, err := redisbloom.LoadCFHeader(header, &bloom.CuckooOptions{Reserve: func(n uint64) error {
+		if s.limit > 0 && s.used+n > s.limit {
+			return errors.New("over the test's memory limit")
+		}
+		s.used += n
+		return nil
+	}})
+	if err != nil {
+		return nil, err
+	}
+	s.items = append(s.items, Item{Key: string(key), Expire: expire, Cuckoo: c})
+	return c, nil
+}
+
 func (s *chainSink) String(key, value []byte, expire int64) error {
 	s.items = append(s.items, Item{Key: string(key), Expire: expire, Value: value})
 	return nil
@@ -68,6 +83,23 @@ func testItems(t testing.TB, bigFilter bool) []Item {
 	add("", 10, false, 3, 0) // the empty key
 	items = append(items, Item{Key: "str", Value: []byte("hello"), Expire: 1700000000000})
 	items = append(items, Item{Key: "empty-str", Value: []byte{}})
+	for _, cf := range []struct {
+		key      string
+		capacity uint64
+		n        int
+	}{{"cuckoo", 1000, 300}, {"cuckoo-grown", 20, 200}} {
+		c, err := bloom.NewCuckoo(cf.capacity, &bloom.CuckooOptions{Expansion: 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range cf.n {
+			if err := c.Add(fmt.Appendf(nil, "%s-%d", cf.key, i)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		c.Remove([]byte(cf.key + "-0"))
+		items = append(items, Item{Key: cf.key, Cuckoo: c, Expire: 1893456000000})
+	}
 	if bigFilter {
 		add("big", 15_000_000, false, 1000, 0) // 17 MiB: two pieces
 	}
@@ -105,11 +137,14 @@ func sameItems(t *testing.T, got, want []Item) {
 	}
 	for i := range want {
 		g, w := got[i], want[i]
-		if g.Key != w.Key || g.Expire != w.Expire || !bytes.Equal(g.Value, w.Value) || (g.Chain == nil) != (w.Chain == nil) {
+		if g.Key != w.Key || g.Expire != w.Expire || !bytes.Equal(g.Value, w.Value) || (g.Chain == nil) != (w.Chain == nil) || (g.Cuckoo == nil) != (w.Cuckoo == nil) {
 			t.Fatalf("item %d: %q expire %d value %q; want %q %d %q", i, g.Key, g.Expire, g.Value, w.Key, w.Expire, w.Value)
 		}
 		if w.Chain != nil && !bytes.Equal(dumpOf(g.Chain), dumpOf(w.Chain)) {
 			t.Fatalf("item %d (%q): filter differs", i, w.Key)
+		}
+		if w.Cuckoo != nil && !g.Cuckoo.Equal(w.Cuckoo) {
+			t.Fatalf("item %d (%q): cuckoo filter differs", i, w.Key)
 		}
 	}
 }
@@ -229,7 +264,16 @@ func TestSnapshotNoAllocationBeyondTheFile(t *testing.T) {
 	le(fh[28:], 1<<53)
 	body := append([]byte("k"), fh...)
 	body = append(body, le32(crc(body))...)
+	// A valid CF.SCANDUMP header declaring 2^50 slots.
+	ch := make([]byte, 38)
+	le(ch[0:], 1)
+	le(ch[8:], 1<<50)
+	le(ch[24:], 1)
+	ch[32], ch[34] = 1, 20
+	cbody := append([]byte("k"), ch...)
+	cbody = append(cbody, le32(crc(cbody))...)
 	cases := map[string][]byte{
+		"cuckoo of 1 PiB":     big(kindCuckoo, 1, len(ch), 1<<50, cbody),
 		"key of 2 GiB":        big(kindString, maxKeyOrValue, 0, 0, nil),
 		"value of 2 GiB":      big(kindString, 1, maxKeyOrValue, 0, []byte("k")),
 		"filter of 1 PiB":     big(kindFilter, 1, len(fh), 1<<50, body),

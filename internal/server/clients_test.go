@@ -115,7 +115,7 @@ func python3(t *testing.T) string {
 	return ""
 }
 
-// TestRedisPy runs testdata/python/client.py, which uses redis-py's BF API.
+// TestRedisPy runs testdata/python/client.py, which uses redis-py's BF and CF APIs.
 func TestRedisPy(t *testing.T) {
 	py := python3(t)
 	for _, pass := range []string{"", "pw"} {

@@ -268,7 +268,7 @@ func (c *Conn) writeCommandInfo(cmd *Command) {
 	var cats []string
 	switch {
 	case cmd.Flags&FlagModule != 0:
-		cats = []string{"@bloom"}
+		// RedisBloom 2.6 registers no ACL categories (recorded in resp2-cf-command.txt).
 	case cmd.Flags&FlagWrite != 0:
 		cats = []string{"@write", "@keyspace"}
 	case cmd.Flags&FlagReadonly != 0:
@@ -283,9 +283,17 @@ func (c *Conn) writeCommandInfo(cmd *Command) {
 	c.w.Set(0) // tips
 	if cmd.FirstKey > 0 {
 		c.w.Array(1)
-		c.w.Map(4)
+		c.w.Map(3)
 		c.w.BulkString("flags")
-		c.w.Set(0)
+		if cmd.Flags&FlagModule != 0 {
+			// Redis gives a module's legacy key range these flags, whatever the command does.
+			c.w.Set(3)
+			c.w.Simple("RW")
+			c.w.Simple("access")
+			c.w.Simple("update")
+		} else {
+			c.w.Set(0)
+		}
 		c.w.BulkString("begin_search")
 		c.w.Map(2)
 		c.w.BulkString("type")
@@ -306,8 +314,6 @@ func (c *Conn) writeCommandInfo(cmd *Command) {
 		c.w.Int(int64(cmd.Step))
 		c.w.BulkString("limit")
 		c.w.Int(0)
-		c.w.BulkString("notes")
-		c.w.BulkString("")
 	} else {
 		c.w.Array(0)
 	}

@@ -46,7 +46,7 @@ type shard struct {
 // key replaces the entry); removing it drops a filter value, which must not be used after.
 type entry struct {
 	key    string
-	val    any          // *bloomValue or *stringValue
+	val    any          // *bloomValue, *cuckooValue or *stringValue
 	expire atomic.Int64 // absolute unix milliseconds; 0 means none
 	mem    atomic.Int64 // charged bytes: keyOverhead, the key, a string's value (a filter charges its own)
 }
@@ -55,8 +55,11 @@ type stringValue struct{ b []byte }
 
 // valueMem returns the bytes a value has charged beyond its entry's mem.
 func valueMem(v any) int64 {
-	if bv, ok := v.(*bloomValue); ok {
-		return bv.mem.Load()
+	switch v := v.(type) {
+	case *bloomValue:
+		return v.mem.Load()
+	case *cuckooValue:
+		return v.mem.Load()
 	}
 	return 0
 }

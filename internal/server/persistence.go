@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/bloomd/bloom"
 	"github.com/bloomd/bloom/internal/persist"
 	"github.com/bloomd/bloom/redisbloom"
 )
@@ -122,6 +123,10 @@ func (k dataKeyspace) Capture() []persist.Item {
 			switch v := e.val.(type) {
 			case *bloomValue:
 				it.Chain, it.Links, it.Count = v.ch, v.ch.NumFilters(), v.ch.Card()
+			case *cuckooValue:
+				// Cuckoo writes move fingerprints, so the snapshot takes a copy now, while no
+				// command runs (a memory copy of the slots, not a walk over them).
+				it.Cuckoo = v.cf.Clone()
 			case *stringValue:
 				it.Value = v.b // never changed once published (SET replaces the entry)
 			}
@@ -154,6 +159,26 @@ func (k dataKeyspace) Filter(key []byte, expire int64, header []byte) (*redisblo
 	e.expire.Store(expire)
 	s.ks.insertLocked(sh, e)
 	return e.val.(*bloomValue).ch, nil
+}
+
+// Cuckoo makes the cuckoo filter at key from a CF.SCANDUMP header, with free slots that the
+// snapshot reader then fills, charging its memory as CF.LOADCHUNK does.
+func (k dataKeyspace) Cuckoo(key []byte, expire int64, header []byte) (*bloom.Cuckoo, error) {
+	s := k.s
+	sh, old := s.ks.lockShard(key)
+	defer sh.mu.Unlock()
+	if old != nil {
+		return nil, fmt.Errorf("key %q appears twice", clipKey(key))
+	}
+	e, msg := s.newCuckooEntry(key, true, func(o *bloom.CuckooOptions) (*bloom.Cuckoo, error) {
+		return redisbloom.LoadCFHeader(header, o)
+	})
+	if e == nil {
+		return nil, fmt.Errorf("cuckoo filter %q: %s", clipKey(key), strings.TrimPrefix(msg, "ERR "))
+	}
+	e.expire.Store(expire)
+	s.ks.insertLocked(sh, e)
+	return e.val.(*cuckooValue).cf, nil
 }
 
 // String sets key to value, which it keeps.
