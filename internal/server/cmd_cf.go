@@ -47,9 +47,8 @@ type cuckooValue struct {
 func (s *Server) newCuckooValue(mk func(opts *bloom.CuckooOptions) (*bloom.Cuckoo, error)) (*cuckooValue, error) {
 	cv := &cuckooValue{}
 	cf, err := mk(&bloom.CuckooOptions{MaxFilters: bloom.CuckooMaxFilters, Reserve: func(n uint64) error {
-		if n > math.MaxInt64 || !s.ks.reserve(int64(n), s.memoryLimit()) {
-			s.stats.oom.Add(1)
-			return errReserve
+		if err := s.reserveMem(int64(min(n, math.MaxInt64))); err != nil {
+			return err
 		}
 		cv.mem.Add(int64(n))
 		return nil
@@ -76,7 +75,7 @@ func (s *Server) release(cv *cuckooValue) {
 // returns RedisBloom's error reply on failure.
 func (s *Server) newCuckooEntry(key []byte, header bool, mk func(opts *bloom.CuckooOptions) (*bloom.Cuckoo, error)) (*entry, string) {
 	keyMem := int64(keyOverhead + len(key))
-	if !s.ks.reserve(keyMem, s.memoryLimit()) {
+	if !s.ks.reserve(keyMem, s.memLimitBytes()) {
 		s.stats.oom.Add(1)
 		return nil, errOOM
 	}
