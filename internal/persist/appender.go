@@ -3,6 +3,7 @@ package persist
 import (
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -232,12 +233,13 @@ func (a *appender) flush(target uint64, sync bool) error {
 	return nil
 }
 
-// syncFile flushes a log file's data to disk: fdatasync where there is one, since appends only
-// need the data and the size, not the times.
+// syncFile flushes a log file's data to disk: fdatasync for an operating system file, since
+// appends only need the data and the size, not the times; Sync for any other File (such as a
+// test's file system that fails on demand).
 func syncFile(f File) error {
-	if fd, ok := f.(interface{ Fd() uintptr }); ok {
+	if osf, ok := f.(*os.File); ok {
 		for {
-			err := syscall.Fdatasync(int(fd.Fd()))
+			err := syscall.Fdatasync(int(osf.Fd()))
 			if !errors.Is(err, syscall.EINTR) {
 				return err
 			}

@@ -524,7 +524,7 @@ func (st *Store) createLog(seq uint64) (*logFile, error) {
 		return nil, fmt.Errorf("persist: creating %s: %w", path, err)
 	}
 	h := LogHeader{Lineage: st.lineage, Seq: seq, Created: time.Now().UnixMilli()}
-	if _, err := f.Write(h.append(nil)); err == nil {
+	if _, err = f.Write(h.append(nil)); err == nil {
 		err = syncFile(f)
 	}
 	if err == nil {
