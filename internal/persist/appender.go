@@ -249,7 +249,9 @@ func syncFile(f File) error {
 }
 
 // background writes what no waiter wrote (records appended with nobody waiting, such as the
-// expiry of keys) and, with FsyncEverysec, syncs once a second.
+// expiry of keys) and, with FsyncEverysec, syncs once a second if anything was written since the
+// last sync (an idle log is not synced, as Redis does; a rotated-out log was synced by flush,
+// and a new log's header by createLog).
 func (a *appender) background() {
 	defer close(a.done)
 	t := time.NewTicker(time.Second)
@@ -263,7 +265,7 @@ func (a *appender) background() {
 		if a.flush(a.appended.Load(), false) != nil {
 			continue
 		}
-		if Fsync(a.policy.Load()) == FsyncEverysec {
+		if Fsync(a.policy.Load()) == FsyncEverysec && a.synced.Load() < a.written.Load() {
 			a.syncMu.RLock()
 			lf, upto := a.cur.Load(), a.written.Load()
 			err := syncFile(lf.f)

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // faultFS is the operating system's file system with writes, file syncs and directory syncs
@@ -220,6 +221,33 @@ func TestFailureIsSticky(t *testing.T) {
 		t.Fatalf("failed log: %d records, torn %v", len(r1.recs), r1.torn)
 	}
 	a.close()
+}
+
+// TestEverysecIdle: with appendfsync everysec, a log with nothing new written is not synced
+// again (as Redis skips it), and a write is synced within about two seconds.
+func TestEverysecIdle(t *testing.T) {
+	t.Parallel()
+	lf := newTestLog(t, OSFS{}, t.TempDir(), 1)
+	a := newAppender(lf, FsyncEverysec)
+	defer a.close()
+	time.Sleep(2200 * time.Millisecond)
+	if n := a.fsyncs.Load(); n != 0 {
+		t.Fatalf("%d syncs of an idle log in 2.2 s", n)
+	}
+	if err := a.Append([][]byte{[]byte("A"), []byte("1")})(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(2500 * time.Millisecond)
+	for a.fsyncs.Load() == 0 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if n := a.fsyncs.Load(); n != 1 {
+		t.Fatalf("%d syncs within 2.5 s of a write", n)
+	}
+	time.Sleep(1200 * time.Millisecond)
+	if n := a.fsyncs.Load(); n != 1 {
+		t.Fatalf("%d syncs: the log was synced again with nothing new", n)
+	}
 }
 
 func BenchmarkAppend(b *testing.B) {
