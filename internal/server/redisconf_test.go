@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/bloomd/bloom/internal/skipped"
 )
 
 // ignoredNames returns the setting names of cfg's ignored-setting warnings.
@@ -71,7 +73,7 @@ func TestDebianRedisConf(t *testing.T) {
 		if os.Getenv(requireEnv) == "1" {
 			t.Fatalf("%s is missing, and %s=1 requires it (apt-get install redis-server)", path, requireEnv)
 		}
-		t.Skipf("%s is missing (apt-get install redis-server); skipping", path)
+		skipped.Missing(t, path, path+" is missing (apt-get install redis-server); skipping")
 	}
 	cfg, _, err := ParseArgs([]string{path})
 	if err != nil {
