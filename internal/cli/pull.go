@@ -13,6 +13,7 @@ import (
 
 func newPullCmd(e *env) *cobra.Command {
 	to := formatRedisBloom
+	var force bool
 	var rf remoteFlags
 	cmd := &cobra.Command{
 		Use:   "pull " + urlForm + " FILE",
@@ -37,6 +38,9 @@ gives one.`,
 			}
 			if to == formatAuto {
 				return fmt.Errorf("--to: give native, guava or redisbloom")
+			}
+			if err := checkOutput(args[1], force); err != nil {
+				return err // before pulling anything
 			}
 			ctx := cmd.Context()
 			c, err := rf.connect(ctx, t)
@@ -120,7 +124,7 @@ gives one.`,
 			if err != nil {
 				return err
 			}
-			if err := writeFilter(e, args[1], &filter{chain: chain, format: formatRedisBloom}, to); err != nil {
+			if err := writeFilter(e, args[1], &filter{chain: chain, format: formatRedisBloom}, to, force); err != nil {
 				return err
 			}
 			if args[1] != "-" {
@@ -130,7 +134,8 @@ gives one.`,
 			return nil
 		},
 	}
-	cmd.Flags().Var(&to, "to", "format of FILE: redisbloom (default), native (one sub-filter only) or guava (never: RedisBloom's hashing is not Guava's)")
+	cmd.Flags().Var(&to, "to", "format of FILE: redisbloom, native (one sub-filter only) or guava (never: RedisBloom's hashing is not Guava's)")
+	cmd.Flags().BoolVar(&force, "force", false, forceHelp)
 	rf.register(cmd)
 	return cmd
 }
