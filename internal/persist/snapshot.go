@@ -169,6 +169,7 @@ func WriteSnapshot(w io.Writer, h SnapshotHeader, items []Item) (int64, error) {
 	le := binary.LittleEndian
 	b := h.append(make([]byte, 0, 256))
 	bw.Write(b)
+	var pieceBuf []byte // one piece at a time, reused
 	for _, it := range items {
 		var kind byte = kindString
 		meta := it.Value
@@ -201,7 +202,8 @@ func WriteSnapshot(w io.Writer, h SnapshotHeader, items []Item) (int64, error) {
 		iter := int64(1)
 		for _, size := range sizes {
 			for off := uint64(0); off < size; {
-				next, piece := it.Chain.ScanDump(iter)
+				next, piece := it.Chain.ScanDumpInto(iter, pieceBuf)
+				pieceBuf = piece
 				if want := min(pieceSize, size-off); uint64(len(piece)) != want {
 					return cw.n, fmt.Errorf("persist: key %q: the filter changed shape while being saved", it.Key)
 				}
