@@ -14,6 +14,7 @@ import (
 
 func newPullCmd(e *env) *cobra.Command {
 	to := formatRedisBloom
+	var force bool
 	var rf remoteFlags
 	var pf plainFlags
 	cmd := &cobra.Command{
@@ -47,6 +48,9 @@ longer than m bits allow.`,
 			if to == formatAuto {
 				return fmt.Errorf("--to: give native, guava or redisbloom")
 			}
+			if err := checkOutput(args[1], force); err != nil {
+				return err // before pulling anything
+			}
 			var params redisfilter.PlainParams
 			if pf.given() {
 				if params, err = pf.params(); err != nil {
@@ -67,7 +71,7 @@ longer than m bits allow.`,
 				if err != nil {
 					return err
 				}
-				if err := writeFilter(e, args[1], &filter{native: snap, format: formatNative}, to); err != nil {
+				if err := writeFilter(e, args[1], &filter{native: snap, format: formatNative}, to, force); err != nil {
 					return err
 				}
 				if args[1] != "-" {
@@ -152,7 +156,7 @@ longer than m bits allow.`,
 			if err != nil {
 				return err
 			}
-			if err := writeFilter(e, args[1], &filter{chain: chain, format: formatRedisBloom}, to); err != nil {
+			if err := writeFilter(e, args[1], &filter{chain: chain, format: formatRedisBloom}, to, force); err != nil {
 				return err
 			}
 			if args[1] != "-" {
@@ -162,7 +166,8 @@ longer than m bits allow.`,
 			return nil
 		},
 	}
-	cmd.Flags().Var(&to, "to", "format of FILE: redisbloom (default), native (one sub-filter only; the default for a plain key) or guava (never for RedisBloom: its hashing is not Guava's)")
+	cmd.Flags().Var(&to, "to", "format of FILE: redisbloom, native (one sub-filter only; used for a plain key when --to is not given) or guava (never for RedisBloom: its hashing is not Guava's)")
+	cmd.Flags().BoolVar(&force, "force", false, forceHelp)
 	rf.register(cmd)
 	pf.register(cmd)
 	return cmd

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
 
@@ -38,7 +39,7 @@ Exit status, as grep's: 0 if any item may be present, 1 if none is, 2 on an erro
 		Args: argsUsage(1, -1, "bloom test FILE [ITEM...]"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if args[0] == "-" && len(args) == 1 {
-				return fmt.Errorf("the filter is read from stdin, so the items must be arguments: bloom test - ITEM...")
+				return errors.New("the filter is read from stdin, so the items must be arguments (bloom test - ITEM...)")
 			}
 			var testMany func(dst []bool, keys [][]byte) ([]bool, error)
 			if isRedisURL(args[0]) || pf.given() {

@@ -2,9 +2,13 @@ package persist
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"os"
 	"slices"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/bloomd/bloom"
@@ -296,5 +300,62 @@ func TestSnapshotMemoryLimit(t *testing.T) {
 	_, _, err := readSnap(data, 1000)
 	if err == nil || errors.Is(err, bloom.ErrCorrupt) {
 		t.Fatalf("over the limit: %v", err)
+	}
+}
+
+// TestSnapshotSparse: an empty filter costs a few bytes per 16 MiB piece, a sparse one only the
+// 4 KiB blocks its bits are in, and both load back bit for bit.
+func TestSnapshotSparse(t *testing.T) {
+	empty, _ := redisbloom.NewChain(15_000_000, 0.01, 2, false, nil) // 17 MiB: two pieces
+	sparse, _ := redisbloom.NewChain(15_000_000, 0.01, 2, false, nil)
+	for i := range 20 {
+		sparse.Add(fmt.Appendf(nil, "item-%d", i))
+	}
+	bits := uint64(len(dumpOf(empty)))
+	for _, tc := range []struct {
+		name string
+		ch   *redisbloom.Chain
+		most uint64
+	}{
+		{"empty", empty, 2048},
+		{"sparse", sparse, 2048 + 20*uint64(sparse.Links()[0].Hashes)*blockSize}, // at most k blocks per item
+	} {
+		items := []Item{{Key: tc.name, Chain: tc.ch, Header: tc.ch.Header()}}
+		data := writeSnap(t, items)
+		if uint64(len(data)) > tc.most {
+			t.Errorf("%s filter of %d bytes: snapshot of %d bytes, want at most %d", tc.name, bits, len(data), tc.most)
+		}
+		_, got, err := readSnap(data, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sameItems(t, got, items)
+	}
+}
+
+// TestSnapshotVersion1: a snapshot written in version 1 (plain pieces; a fuzz seed kept from
+// then) still loads.
+func TestSnapshotVersion1(t *testing.T) {
+	seed, err := os.ReadFile("testdata/fuzz/FuzzReadSnapshot/good-v1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, lit, _ := strings.Cut(strings.TrimSpace(string(seed)), "[]byte(")
+	s, err := strconv.Unquote(strings.TrimSuffix(lit, ")"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := []byte(s)
+	if binary.LittleEndian.Uint32(data[8:]) != snapVersion1 {
+		t.Fatal("the seed is not a version 1 snapshot")
+	}
+	_, items, err := readSnap(data, 0)
+	if err != nil || len(items) != 2 || items[0].Key != "f" || string(items[1].Value) != "v" {
+		t.Fatalf("version 1 snapshot: %v, %d items", err, len(items))
+	}
+	for i := range 100 { // the seed's filter holds "0".."99" (see TestWriteFuzzSeeds)
+		if !items[0].Chain.Exists(fmt.Appendf(nil, "%d", i)) {
+			t.Fatalf("item %d missing", i)
+		}
 	}
 }

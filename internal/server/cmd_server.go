@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/bloomd/bloom/internal/procmem"
 )
 
 // bloomdVersion is bloomd's own version, reported in INFO server.
@@ -98,9 +100,16 @@ func (s *Server) appendInfo(b []byte, sec string, c *Conn) []byte {
 		b = field(b, "used_memory", used)
 		b = field(b, "used_memory_human", humanBytes(used))
 		b = field(b, "used_memory_dataset", used)
-		rss := processMemory()
+		rss, err := procmem.RSS()
+		if err != nil {
+			rss = 0 // not Linux: unknown
+		}
 		b = field(b, "used_memory_rss", rss)
 		b = field(b, "used_memory_rss_human", humanBytes(rss))
+		goTotal, goHeap := goMemory()
+		b = field(b, "go_memory_total", goTotal)
+		b = field(b, "go_memory_total_human", humanBytes(goTotal))
+		b = field(b, "go_memory_heap_objects", goHeap)
 		b = field(b, "total_system_memory", s.systemMemory())
 		b = field(b, "total_system_memory_human", humanBytes(s.systemMemory()))
 		b = field(b, "maxmemory", cfg.MaxMemory)
@@ -157,14 +166,19 @@ func executable() string {
 	return p
 }
 
-// processMemory returns the memory the Go runtime holds from the system.
-func processMemory() int64 {
-	sample := []metrics.Sample{{Name: "/memory/classes/total:bytes"}}
+// goMemory returns the Go runtime's own figures: all the memory it has mapped (address space,
+// including what it reserved and never touched and what it returned to the system), and the
+// bytes of live and not yet swept heap objects.
+func goMemory() (total, heapObjects int64) {
+	sample := []metrics.Sample{{Name: "/memory/classes/total:bytes"}, {Name: "/memory/classes/heap/objects:bytes"}}
 	metrics.Read(sample)
-	if sample[0].Value.Kind() != metrics.KindUint64 {
-		return 0
+	get := func(s metrics.Sample) int64 {
+		if s.Value.Kind() != metrics.KindUint64 {
+			return 0
+		}
+		return int64(s.Value.Uint64())
 	}
-	return int64(sample[0].Value.Uint64())
+	return get(sample[0]), get(sample[1])
 }
 
 // configGetCmd implements CONFIG GET pattern [pattern ...].

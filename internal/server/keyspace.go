@@ -187,28 +187,6 @@ func (ks *keyspace) scanShard(i int, now int64, dst []string, keep func(e *entry
 	return dst
 }
 
-// rangeEntries calls fn for every live entry, shard by shard, without holding any lock during
-// fn. Entries created or deleted meanwhile may or may not be seen; every entry that exists for
-// the whole iteration is seen exactly once.
-func (ks *keyspace) rangeEntries(fn func(e *entry) bool) {
-	var batch []*entry
-	for i := range ks.shards {
-		sh := &ks.shards[i]
-		sh.mu.RLock()
-		batch = batch[:0]
-		for _, e := range sh.m {
-			batch = append(batch, e)
-		}
-		sh.mu.RUnlock()
-		now := nowMs()
-		for _, e := range batch {
-			if !ks.expired(e, now) && !fn(e) {
-				return
-			}
-		}
-	}
-}
-
 // expiredSample looks at up to n entries of shard i that have an expiry time and returns how
 // many it looked at and those that have expired (Redis's active expiry samples the same way).
 func (ks *keyspace) expiredSample(i, n int, dst []*entry) (looked int, dead []*entry) {

@@ -3,6 +3,8 @@ package server
 import (
 	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 	"slices"
 	"strings"
 	"time"
@@ -24,11 +26,18 @@ const (
 	errNoDataFiles = "ERR this bloomd runs without data files"
 )
 
-// openStore makes the store for the durability settings and makes it the journal. It touches
-// no file (loadData does); until loadData ends, commands that Redis refuses while loading are
-// answered -LOADING. It must be called before the server serves.
+// openStore makes the store for the durability settings and makes it the journal. It creates
+// the data directory if it does not exist and touches no file (loadData does); until loadData
+// ends, commands that Redis refuses while loading are answered -LOADING. It must be called
+// before the server serves.
 func (s *Server) openStore() error {
 	cfg := s.config()
+	if _, err := os.Stat(cfg.Dir); errors.Is(err, fs.ErrNotExist) {
+		if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
+			return fmt.Errorf("server: dir %s does not exist and cannot be created: %w", cfg.Dir, err)
+		}
+		s.log.Info("created the data directory", "dir", cfg.Dir)
+	}
 	st, err := persist.Open(persist.Config{
 		Dir:                   cfg.Dir,
 		DBFilename:            cfg.DBFilename,
