@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/bloomd/bloom/internal/pubsub"
 	"github.com/bloomd/bloom/internal/resp"
 )
 
@@ -82,6 +83,16 @@ type Conn struct {
 
 	infoMu                sync.Mutex
 	name, libName, libVer string
+
+	// Publish/subscribe and blocking commands (cmd_pubsub.go).
+	ps             *pubsub.Client // nil until the first subscription command
+	subs           atomic.Int32   // subscriptions, for CLIENT KILL TYPE pubsub
+	blocked        bool           // event loop: a blocking command (WAIT) awaits its reply
+	outMu          sync.Mutex     // own goroutine: serialises writes to nc with writePushed
+	pushMu         sync.Mutex
+	pushed         []byte // under pushMu: bytes for the client from other goroutines
+	unblockPending bool   // under pushMu: pushed ends the blocking command
+	hijacked       bool   // the connection was handed over (see hijack); do not close nc
 }
 
 // A gateState is a goroutine's place in the server's gate: a connection's goroutine or an event
@@ -210,13 +221,18 @@ func (c *Conn) flush() error {
 	if c.nc == nil {
 		return nil
 	}
+	c.outMu.Lock()
+	defer c.outMu.Unlock()
 	return c.w.Flush()
 }
 
 func (c *Conn) close() {
 	c.leaveGate()
 	c.publish()
-	if c.nc != nil {
+	c.closePubSub()
+	if c.hijacked {
+		c.srv.removeConn(c)
+	} else if c.nc != nil {
 		c.nc.Close()
 		c.srv.removeConn(c)
 	}
@@ -317,6 +333,10 @@ func (c *Conn) execute(args [][]byte) {
 	}
 	if !c.authed && cmd.Flags&FlagNoAuth == 0 {
 		c.reject(errNoAuth)
+		return
+	}
+	if c.ps != nil && c.subs.Load() > 0 && c.w.Proto == 2 && !subscribedOK(cmd) {
+		c.reject(errSubscribed(cmd))
 		return
 	}
 	if c.multi != nil && cmd.Flags&FlagNoMulti == 0 {

@@ -36,6 +36,7 @@ type loop struct {
 
 	mu       sync.Mutex
 	incoming []*Conn
+	pushq    []*Conn // connections with bytes from other goroutines (Conn.deliver)
 	stopping bool
 	stopSeen bool // loop goroutine only
 
@@ -265,8 +266,13 @@ func (lp *loop) control(now time.Time) {
 	lp.mu.Lock()
 	in := lp.incoming
 	lp.incoming = nil
+	pq := lp.pushq
+	lp.pushq = nil
 	stopping := lp.stopping
 	lp.mu.Unlock()
+	for _, c := range pq {
+		lp.takePushed(c)
+	}
 	for _, c := range in {
 		ev := syscall.EpollEvent{Events: syscall.EPOLLIN | syscall.EPOLLRDHUP, Fd: int32(c.fd)}
 		if err := syscall.EpollCtl(lp.epfd, syscall.EPOLL_CTL_ADD, c.fd, &ev); err != nil {
@@ -286,6 +292,35 @@ func (lp *loop) control(now time.Time) {
 			}
 			c.stopping.Store(true)
 			c.deadline = now.Add(drainWindow).UnixMilli()
+		}
+	}
+}
+
+// deliverTo hands the loop a connection with bytes queued by another goroutine.
+func (lp *loop) deliverTo(c *Conn) {
+	lp.mu.Lock()
+	lp.pushq = append(lp.pushq, c)
+	lp.mu.Unlock()
+	lp.wake()
+}
+
+// takePushed moves bytes queued for c by other goroutines to its output; if they end a
+// blocking command, the requests buffered behind it run.
+func (lp *loop) takePushed(c *Conn) {
+	if lp.conn(c.fd) != c {
+		return // closed meanwhile
+	}
+	b, unblock := c.takePushed()
+	if len(c.out) > 0 {
+		c.out = append(c.out, b...)
+	} else {
+		c.w.Raw(b)
+		lp.markDirty(c)
+	}
+	if unblock {
+		c.blocked = false
+		if len(c.out) == 0 {
+			lp.process(c)
 		}
 	}
 }
@@ -349,7 +384,9 @@ func (lp *loop) readable(c *Conn, now time.Time) {
 		return
 	}
 	lp.touch(c, now)
-	lp.process(c)
+	if !c.blocked {
+		lp.process(c)
+	}
 }
 
 // process runs the complete requests in c's buffer, until it is empty, a reply could not be
@@ -362,7 +399,7 @@ func (lp *loop) process(c *Conn) {
 			lp.markDirty(c)
 		}
 	}()
-	for len(c.out) == 0 && !c.closing {
+	for len(c.out) == 0 && !c.closing && !c.blocked {
 		args, err := c.rd.ReadBuffered()
 		if err != nil {
 			var pe *resp.ProtocolError
@@ -494,7 +531,9 @@ func (lp *loop) writeOut(c *Conn) {
 		lp.close(c)
 		return
 	}
-	lp.process(c)
+	if !c.blocked {
+		lp.process(c)
+	}
 }
 
 // The loop's sockets are non-blocking, so their system calls return at once: they are made raw,
@@ -557,6 +596,7 @@ func (lp *loop) close(c *Conn) {
 		return
 	}
 	c.publish()
+	c.closePubSub()
 	lp.conns[c.fd] = nil
 	lp.nconns--
 	c.fdMu.Lock()

@@ -16,12 +16,14 @@ import (
 	"time"
 
 	"github.com/bloomd/bloom/internal/persist"
+	"github.com/bloomd/bloom/internal/pubsub"
 )
 
 // A Server is bloomd: it accepts RESP connections and runs their commands against one keyspace.
 // Create it with New, start it with Listen and Serve (or ListenAndServe), stop it with Shutdown.
 type Server struct {
 	mux     *Mux
+	hub     *pubsub.Hub
 	ks      *keyspace
 	gate    *gate
 	journal Journal
@@ -70,6 +72,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s := &Server{
 		mux:     NewMux(),
+		hub:     pubsub.New(globMatch),
 		ks:      newKeyspace(),
 		gate:    newGate(),
 		journal: cfg.Journal,
@@ -96,6 +99,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.ks.exclusive = s.gate.excl.Load
 	registerCommands(s.mux)
+	registerPubSub(s.mux)
 	if loopsSupported {
 		if err := s.startLoops(cfg.EventLoops); err != nil {
 			return nil, fmt.Errorf("server: event loops: %w", err)
