@@ -254,3 +254,21 @@ func TestSnapshotMemoryLimit(t *testing.T) {
 		t.Fatalf("over the limit: %v", err)
 	}
 }
+
+// TestSnapshotSize checks that SnapshotSize predicts WriteSnapshot's length exactly.
+func TestSnapshotSizeMatches(t *testing.T) {
+	for _, items := range [][]Item{nil, testItems(t, false), testItems(t, true)} {
+		want, err := SnapshotSize(items)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var buf bytes.Buffer
+		n, err := WriteSnapshot(&buf, SnapshotHeader{Lineage: 1, LogSeq: 1}, items)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n != want || int64(buf.Len()) != want {
+			t.Errorf("SnapshotSize %d, WriteSnapshot wrote %d (%d buffered)", want, n, buf.Len())
+		}
+	}
+}

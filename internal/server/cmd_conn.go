@@ -403,6 +403,14 @@ func clientKillCmd(c *Conn, args [][]byte) {
 		}
 	}
 	killed := 0
+	switch typ {
+	case "master":
+		c.w.Int(int64(c.srv.repl.KillPrimaryLink()))
+		return
+	case "replica", "slave":
+		c.w.Int(int64(c.srv.repl.KillReplicas()))
+		return
+	}
 	now := time.Now()
 	for _, o := range c.srv.liveClients() {
 		switch {

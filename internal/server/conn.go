@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/bloomd/bloom/internal/pubsub"
+	"github.com/bloomd/bloom/internal/repl"
 	"github.com/bloomd/bloom/internal/resp"
 )
 
@@ -93,6 +94,12 @@ type Conn struct {
 	pushed         []byte // under pushMu: bytes for the client from other goroutines
 	unblockPending bool   // under pushMu: pushed ends the blocking command
 	hijacked       bool   // the connection was handed over (see hijack); do not close nc
+
+	// Replication (replication.go).
+	replApplier bool                          // applies the primary's stream: exempt from READONLY
+	replInfo    repl.ReplicaInfo              // what REPLCONF said, for PSYNC
+	woff        int64                         // the replication offset after this client's last write
+	hijack      func(nc net.Conn, buf []byte) // set by PSYNC: hand the connection over after the command
 }
 
 // A gateState is a goroutine's place in the server's gate: a connection's goroutine or an event
@@ -142,6 +149,12 @@ func (c *Conn) serve() {
 			return
 		}
 		c.execute(args)
+		if c.hijack != nil {
+			if c.flush() == nil {
+				c.handOver(c.nc)
+			}
+			return
+		}
 		if c.quit {
 			c.flush()
 			return
@@ -339,6 +352,10 @@ func (c *Conn) execute(args [][]byte) {
 		c.reject(errSubscribed(cmd))
 		return
 	}
+	if msg := c.replCheck(cmd); msg != "" {
+		c.reject(msg)
+		return
+	}
 	if c.multi != nil && cmd.Flags&FlagNoMulti == 0 {
 		c.queue(cmd, args)
 		return
@@ -361,7 +378,7 @@ func (c *Conn) call(cmd *Command, args [][]byte) {
 		c.w.Error(arityError(cmd.Name))
 		return
 	}
-	if cmd.Flags&FlagLoading == 0 && c.srv.dataLoading.Load() && c != c.srv.internal {
+	if cmd.Flags&FlagLoading == 0 && c.srv.dataLoading.Load() && c != c.srv.internal && !c.replApplier {
 		c.reject(errLoading)
 		return
 	}

@@ -3,6 +3,7 @@
 package server
 
 import (
+	"bytes"
 	"errors"
 	"net"
 	"os"
@@ -414,6 +415,10 @@ func (lp *loop) process(c *Conn) {
 			break
 		}
 		c.execute(args)
+		if c.hijack != nil {
+			lp.handOver(c)
+			return
+		}
 		if c.quit {
 			c.closing = true
 		}
@@ -628,4 +633,36 @@ func (s *Server) startLoops(n int) error {
 		go lp.run()
 	}
 	return nil
+}
+
+// handOver takes a connection out of the loop and gives it, as a blocking net.Conn, to the
+// PSYNC that asked for it (internal/repl then serves it with its own goroutines).
+func (lp *loop) handOver(c *Conn) {
+	fn := c.hijack
+	c.hijack = nil
+	buf := bytes.Clone(c.rd.Unread())
+	if b := c.w.Bytes(); len(b) > 0 {
+		writeFD(c.fd, b) // replies before PSYNC in the same batch, if any
+		c.w.Clear()
+	}
+	c.publish()
+	c.closePubSub()
+	lp.conns[c.fd] = nil
+	lp.nconns--
+	syscall.EpollCtl(lp.epfd, syscall.EPOLL_CTL_DEL, c.fd, nil)
+	c.fdMu.Lock()
+	c.fdClosed = true
+	c.fdMu.Unlock()
+	c.srv.removeConn(c)
+	c.srv.clients.Add(-1)
+	c.srv.wg.Done()
+	syscall.SetNonblock(c.fd, false)
+	f := os.NewFile(uintptr(c.fd), c.addr)
+	nc, err := net.FileConn(f)
+	f.Close()
+	if err != nil {
+		lp.srv.log.Warn("cannot hand a replica's connection over", "client", c.addr, "err", err)
+		return
+	}
+	fn(nc, buf)
 }

@@ -20,3 +20,5 @@ func (s *Server) startLoops(int) error                                   { retur
 func shutdownFD(int)                                                     {}
 func adopt(*net.TCPConn) (int, error)                                    { return -1, errors.New("server: no event loops here") }
 func (s *Server) newLoopConn(lp *loop, fd int, addr, laddr string) *Conn { return nil }
+
+func (lp *loop) handOver(*Conn) {}

@@ -64,6 +64,7 @@ func testPubSubDelivery(t *testing.T) {
 
 	// A closed subscriber is forgotten; CLIENT KILL TYPE pubsub closes the others.
 	sub3.nc.Close()
+	waitFor(t, func() bool { return pub.do("PUBSUB", "NUMSUB", "__sentinel__:hello").Elems[1].Int == 1 })
 	if v := pub.do("CLIENT", "KILL", "TYPE", "pubsub"); v.Int != 1 {
 		t.Errorf("CLIENT KILL TYPE pubsub killed %d, want 1", v.Int)
 	}

@@ -83,6 +83,7 @@ func Run(ctx context.Context, args []string, out io.Writer) error {
 	if err != nil {
 		return err
 	}
+	s.configFile = file
 	if err := s.openStore(); err != nil {
 		return err
 	}
