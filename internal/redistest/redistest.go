@@ -26,6 +26,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -342,6 +343,22 @@ func (s *Server) Kill() {
 		s.cmd.Process.Kill()
 	}
 	<-s.done
+}
+
+// Stop stops the server gracefully (SIGTERM) and waits for it to exit, killing it after 10
+// seconds. Its directory stays until Close.
+func (s *Server) Stop() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd.Process != nil {
+		s.cmd.Process.Signal(syscall.SIGTERM)
+	}
+	select {
+	case <-s.done:
+	case <-time.After(10 * time.Second):
+		s.cmd.Process.Kill()
+		<-s.done
+	}
 }
 
 // Restart starts the server again after Kill, with the same program, arguments, port and

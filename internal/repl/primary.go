@@ -121,11 +121,17 @@ func (r *Repl) ServeReplica(nc net.Conn, buffered []byte, replid string, offsetA
 	}()
 }
 
+// sameHistoryLocked reports whether this server's history contains the replica's: its ID is
+// ours, or our secondary ID up to where that history ended.
+func (r *Repl) sameHistoryLocked(replid string, offset int64) bool {
+	return strings.EqualFold(replid, r.replid) || strings.EqualFold(replid, r.replid2) && offset <= r.secondOff
+}
+
 // tryPartial attaches l with +CONTINUE if this server holds the history the replica asks for.
 func (r *Repl) tryPartial(l *link, replid string, offset int64, info ReplicaInfo) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if !strings.EqualFold(replid, r.replid) && (!strings.EqualFold(replid, r.replid2) || offset > r.secondOff) {
+	if !r.sameHistoryLocked(replid, offset) {
 		if replid != "?" {
 			r.partialErr++
 			r.log.Info("partial resynchronization not accepted: replication ID mismatch or offset past the secondary ID's end",
@@ -215,12 +221,9 @@ func (d *deadlineWriter) Write(p []byte) (int, error) {
 	return d.nc.Write(p)
 }
 
-// stream writes the link's buffered stream bytes as they come, and a PING every 10 seconds of
-// silence (which goes into the stream, as Redis's repl-ping-replica-period does).
+// stream writes the link's buffered stream bytes as they come.
 func (r *Repl) stream(l *link) {
 	w := &deadlineWriter{nc: l.nc, timeout: r.timeout()}
-	ping := time.NewTicker(10 * time.Second)
-	defer ping.Stop()
 	var out []byte
 	for first := true; ; first = false {
 		if first {
@@ -230,14 +233,6 @@ func (r *Repl) stream(l *link) {
 		case <-l.done:
 			return
 		case <-l.signal:
-		case <-ping.C:
-			r.mu.Lock()
-			if r.master == nil {
-				r.scratch = resp.AppendCommand(r.scratch[:0], []byte("PING"))
-				r.appendLocked(r.scratch)
-			}
-			r.mu.Unlock()
-			continue
 		}
 	drain:
 		l.bufMu.Lock()

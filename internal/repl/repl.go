@@ -77,6 +77,8 @@ type Repl struct {
 	partialOK   int64
 	partialErr  int64
 	closed      bool
+	applyMu     sync.Mutex    // serialises Host.Apply and Host.Load across links old and new
+	stop        chan struct{} // closed by Close
 	replicaFlag atomic.Bool
 	wg          sync.WaitGroup
 }
@@ -93,7 +95,31 @@ func New(host Host, cfg Config, log *slog.Logger) *Repl {
 	r := &Repl{host: host, log: log, cfg: cfg, replid: newID(), replid2: zeroID, secondOff: -1,
 		links: map[*link]struct{}{}, ackChanged: make(chan struct{})}
 	r.ring = make([]byte, cfg.BacklogSize)
+	r.stop = make(chan struct{})
+	r.wg.Add(1)
+	go r.pinger()
 	return r
+}
+
+// pinger puts a PING into the stream every 10 seconds while replicas are attached, as Redis's
+// repl-ping-replica-period does, so that a replica can tell a silent primary from a dead one.
+func (r *Repl) pinger() {
+	defer r.wg.Done()
+	t := time.NewTicker(10 * time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-r.stop:
+			return
+		case <-t.C:
+		}
+		r.mu.Lock()
+		if r.master == nil && len(r.links) > 0 {
+			r.scratch = resp.AppendCommand(r.scratch[:0], []byte("PING"))
+			r.appendLocked(r.scratch)
+		}
+		r.mu.Unlock()
+	}
 }
 
 const zeroID = "0000000000000000000000000000000000000000"
@@ -103,6 +129,23 @@ func newID() string {
 	var b [20]byte
 	rand.Read(b[:])
 	return hex.EncodeToString(b[:])
+}
+
+// Restore sets the history to replid at offset, with an empty backlog: for a server restarted
+// from data files that hold exactly the stream up to offset (see State). A replica then asks
+// its primary to continue from there, and replicas that were at offset continue from this
+// server. It must be called before the server follows a primary.
+func (r *Repl) Restore(replid string, offset int64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.replid, r.offset, r.histlen = replid, offset, 0
+}
+
+// State returns the replication ID and offset of the data as of now.
+func (r *Repl) State() (replid string, offset int64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.replid, r.offset
 }
 
 // SetConfig changes the settings (CONFIG SET). A new backlog size empties the backlog.
@@ -285,6 +328,9 @@ func (r *Repl) KillReplicas() int {
 // Close stops every link and waits for the package's goroutines.
 func (r *Repl) Close() {
 	r.mu.Lock()
+	if !r.closed {
+		close(r.stop)
+	}
 	r.closed = true
 	if r.master != nil {
 		r.master.stop()

@@ -281,6 +281,11 @@ func (m *masterLink) loadSnapshot(nc net.Conn, br *bufio.Reader, timeout time.Du
 		return err
 	}
 	r.log.Info("snapshot received from the primary; loading it", "bytes", size, "file", filepath.Base(f.Name()))
+	r.applyMu.Lock()
+	defer r.applyMu.Unlock()
+	if m.stopped() {
+		return errors.New("replication stopped")
+	}
 	if err := r.host.Load(bufio.NewReaderSize(f, 1<<20), size); err != nil {
 		return fmt.Errorf("loading the primary's snapshot: %w", err)
 	}
@@ -345,18 +350,25 @@ func (m *masterLink) follow(nc net.Conn, br *bufio.Reader, timeout time.Duration
 		}
 		raw = resp.AppendCommand(raw[:0], argv...)
 		getack := len(argv) >= 2 && strings.EqualFold(string(argv[0]), "replconf") && strings.EqualFold(string(argv[1]), "getack")
-		switch {
-		case getack:
+		if getack {
 			if err := ack(); err != nil {
 				return err
 			}
-		case strings.EqualFold(string(argv[0]), "ping"), strings.EqualFold(string(argv[0]), "replconf"):
-		default:
+		}
+		// Applied and recorded as one step, and only while this link is the server's: a
+		// link replaced or stopped (REPLICAOF) applies nothing more.
+		r.applyMu.Lock()
+		if m.stopped() {
+			r.applyMu.Unlock()
+			return errors.New("replication stopped")
+		}
+		if !getack && !strings.EqualFold(string(argv[0]), "ping") && !strings.EqualFold(string(argv[0]), "replconf") {
 			r.host.Apply(argv)
 		}
 		r.mu.Lock()
 		r.appendLocked(raw)
 		m.lastIO = time.Now()
 		r.mu.Unlock()
+		r.applyMu.Unlock()
 	}
 }

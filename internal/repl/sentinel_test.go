@@ -343,3 +343,55 @@ print("%%s:%%d %%d" %% (host, port, m.execute_command('BF.EXISTS', 'users', '%s'
 	}
 	t.Logf("old primary rejoined: promoted replica's sync_full=%s sync_partial_ok=%s", info(promoted, "sync_full"), info(promoted, "sync_partial_ok"))
 }
+
+// TestReplicaRestartContinues stops a replica cleanly, writes to the primary meanwhile, and
+// starts the replica again from its own files: it continues with a partial sync. A primary
+// restarted cleanly keeps its history too, so its replica continues from it.
+func TestReplicaRestartContinues(t *testing.T) {
+	redistest.Require(t)
+	primary := startBloomd(t)
+	replica := startBloomd(t, "replicaof "+strings.Replace(primary.Addr, ":", " ", 1))
+	ctx := context.Background()
+	pc := redis.NewClient(&redis.Options{Addr: primary.Addr})
+	defer pc.Close()
+	add := func(from, to int) {
+		for i := from; i < to; i++ {
+			if err := pc.Do(ctx, "BF.ADD", "f", i).Err(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	synced := func() bool {
+		return info(replica, "master_link_status") == "up" && info(replica, "slave_repl_offset") == info(primary, "master_repl_offset")
+	}
+	add(0, 100)
+	eventually(t, 15*time.Second, "replica in sync", synced)
+	replica.Stop()
+	add(100, 200)
+	if err := replica.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 15*time.Second, "restarted replica in sync", synced)
+	if full, partial := info(primary, "sync_full"), info(primary, "sync_partial_ok"); full != "1" || partial != "1" {
+		t.Errorf("after a clean restart of the replica: sync_full %s, sync_partial_ok %s; want 1 and 1", full, partial)
+	}
+	rc := redis.NewClient(&redis.Options{Addr: replica.Addr})
+	defer rc.Close()
+	if n, err := rc.Do(ctx, "BF.EXISTS", "f", 199).Bool(); err != nil || !n {
+		t.Errorf("restarted replica lacks an add made while it was down: %v %v", n, err)
+	}
+
+	// The primary restarted cleanly: the replica continues from it.
+	primary.Stop()
+	if err := primary.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	add(200, 210)
+	eventually(t, 15*time.Second, "replica in sync with the restarted primary", synced)
+	if full, partial := info(primary, "sync_full"), info(primary, "sync_partial_ok"); full != "0" || partial != "1" {
+		t.Errorf("after a clean restart of the primary: sync_full %s, sync_partial_ok %s; want 0 and 1", full, partial)
+	}
+	if a, b := info(primary, "master_replid"), info(replica, "master_replid"); a != b {
+		t.Errorf("replication IDs differ: primary %s, replica %s", a, b)
+	}
+}

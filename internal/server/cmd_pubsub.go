@@ -151,15 +151,20 @@ func (c *Conn) deliver(b []byte, unblock bool) {
 	if unblock {
 		c.unblockPending = true
 	}
-	c.pushMu.Unlock()
-	if !first {
-		return
-	}
 	if c.lp != nil {
-		c.lp.deliverTo(c)
+		c.pushMu.Unlock()
+		if first {
+			c.lp.deliverTo(c)
+		}
 		return
 	}
-	go c.writePushed()
+	// One writer at a time, so that messages keep their order.
+	start := !c.pushWriting
+	c.pushWriting = true
+	c.pushMu.Unlock()
+	if start {
+		go c.writePushed()
+	}
 }
 
 // takePushed returns the queued bytes and whether a blocking command ended.
@@ -171,19 +176,28 @@ func (c *Conn) takePushed() ([]byte, bool) {
 	return b, u
 }
 
-// writePushed writes queued messages to a connection that has its own goroutine.
+// writePushed writes queued messages to a connection that has its own goroutine, until none
+// is left.
 func (c *Conn) writePushed() {
-	b, _ := c.takePushed()
-	if len(b) == 0 {
-		return
+	for {
+		c.pushMu.Lock()
+		b := c.pushed
+		c.pushed, c.unblockPending = nil, false
+		if len(b) == 0 {
+			c.pushWriting = false
+			c.pushMu.Unlock()
+			return
+		}
+		c.pushMu.Unlock()
+		c.outMu.Lock()
+		c.nc.SetWriteDeadline(time.Now().Add(10 * time.Second))
+		_, err := c.nc.Write(b)
+		c.nc.SetWriteDeadline(time.Time{})
+		c.outMu.Unlock()
+		if err != nil {
+			c.kill()
+		}
 	}
-	c.outMu.Lock()
-	defer c.outMu.Unlock()
-	c.nc.SetWriteDeadline(time.Now().Add(10 * time.Second))
-	if _, err := c.nc.Write(b); err != nil {
-		c.kill()
-	}
-	c.nc.SetWriteDeadline(time.Time{})
 }
 
 // block runs fn, which may wait, and replies with what it returns, without holding up the other

@@ -93,6 +93,7 @@ type Conn struct {
 	pushMu         sync.Mutex
 	pushed         []byte // under pushMu: bytes for the client from other goroutines
 	unblockPending bool   // under pushMu: pushed ends the blocking command
+	pushWriting    bool   // under pushMu: a goroutine writes pushed to nc (own-goroutine connections)
 	hijacked       bool   // the connection was handed over (see hijack); do not close nc
 
 	// Replication (replication.go).

@@ -91,17 +91,72 @@ func replConfig(c *Config) repl.Config {
 	return rc
 }
 
-// startRepl makes the server's replication state; with replicaof set it starts following.
+// startRepl makes the server's replication state.
 func (s *Server) startRepl(cfg *Config) {
 	s.repl = repl.New(replHost{s}, replConfig(cfg), s.log)
 	s.applier = s.newConn(nil)
 	s.applier.authed = true
 	s.applier.replApplier = true
 	s.minReplicas.Store(cfg.Replication.MinReplicasToWrite > 0)
-	if host, port, ok := strings.Cut(cfg.ReplicaOf, " "); ok {
+}
+
+// StartReplication follows the primary that the replicaof setting names, if any. Run calls it
+// once the data files are loaded, so that a replica asks its primary to continue from its data.
+func (s *Server) StartReplication() {
+	if host, port, ok := strings.Cut(s.config().ReplicaOf, " "); ok {
 		p, _ := strconv.Atoi(port)
 		s.repl.ReplicaOf(host, p)
 	}
+}
+
+// replStateFile is where a server stopped cleanly leaves the replication ID and offset of its
+// data files, so that after a restart it (or its replicas) can continue with a partial sync.
+const replStateFile = "bloomd-replication.state"
+
+// saveReplState records the replication position of the data files after a clean stop that
+// left them complete (the log synced, or a last snapshot saved).
+func (s *Server) saveReplState(complete bool) {
+	cfg := s.config()
+	path := filepath.Join(cfg.Dir, replStateFile)
+	if !complete {
+		os.Remove(path)
+		return
+	}
+	id, off := s.repl.State()
+	data := fmt.Sprintf("bloomd-replication 1 %s %d\n", id, off)
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, []byte(data), 0o644); err != nil {
+		s.log.Warn("cannot record the replication position; a restart will need a full sync", "err", err)
+		return
+	}
+	if f, err := os.Open(tmp); err == nil {
+		f.Sync()
+		f.Close()
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		os.Remove(tmp)
+		return
+	}
+	s.log.Info("replication position recorded", "replid", id, "offset", off)
+}
+
+// restoreReplState takes the position that a clean stop recorded, and removes the record: once
+// the server writes again, its files are no longer at that position.
+func (s *Server) restoreReplState() {
+	path := filepath.Join(s.config().Dir, replStateFile)
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return
+	}
+	os.Remove(path)
+	var id string
+	var off int64
+	if n, err := fmt.Sscanf(string(data), "bloomd-replication 1 %s %d\n", &id, &off); n != 2 || err != nil || len(id) != 40 || off < 0 {
+		s.log.Warn("ignoring a damaged replication position file", "file", path)
+		return
+	}
+	s.repl.Restore(id, off)
+	s.log.Info("replication position restored from the last clean stop", "replid", id, "offset", off)
 }
 
 // applyRepl passes changed replication settings (CONFIG SET) on.
@@ -115,7 +170,7 @@ func (s *Server) applyRepl(next *Config) {
 // or "". It is called for every command; its cost when nothing applies is two atomic loads.
 func (c *Conn) replCheck(cmd *Command) string {
 	s := c.srv
-	if c.replApplier || c == s.internal {
+	if c.replApplier {
 		return ""
 	}
 	if s.repl.IsReplica() {
@@ -154,11 +209,14 @@ func (h replHost) Snapshot(mark func()) (int64, func(io.Writer) error, error) {
 }
 
 // Load replaces the keyspace with a primary's snapshot. The FLUSHALL before it is journaled;
-// the keys loaded are not, so a rewrite of the data files follows.
+// the keys loaded are not, so a snapshot of the data files is saved before the stream is
+// applied: the files then always hold the data up to the replica's offset.
 func (h replHost) Load(r io.Reader, size int64) error {
 	s := h.s
 	s.dataLoading.Store(true)
 	defer s.dataLoading.Store(false)
+	s.applier.multi = nil // a transaction cut short by the lost link is dropped with the data
+	s.applierStale.Store(false)
 	s.applyLocal([]byte("FLUSHALL"))
 	_, st, err := persist.ReadSnapshot(r, size, "the primary's snapshot", dataKeyspace{s})
 	if err != nil {
@@ -167,8 +225,11 @@ func (h replHost) Load(r io.Reader, size int64) error {
 	}
 	s.log.Info("primary's snapshot loaded", "keys", st.Keys, "bytes", size)
 	if s.store != nil {
-		if _, err := s.store.BackgroundRewrite(); err != nil && !errors.Is(err, persist.ErrRewriteInProgress) {
-			s.log.Warn("cannot rewrite the data files after a full sync", "err", err)
+		for err = s.store.Save(); errors.Is(err, persist.ErrSaveInProgress); err = s.store.Save() {
+			time.Sleep(20 * time.Millisecond) // a BGSAVE is being written: wait for it
+		}
+		if err != nil {
+			return fmt.Errorf("saving the data files after a full sync: %w", err)
 		}
 	}
 	return nil
@@ -190,12 +251,18 @@ func (h replHost) RoleChanged(replica bool) {
 	// them), keeps keys until the primary expires them, and ignores maxmemory, as Redis's
 	// replicas do.
 	h.s.SetLoading(replica)
+	// A transaction of the old primary cut short is not continued by the new one's stream. The
+	// applier belongs to the link's goroutine, which drops it on its next command.
+	h.s.applierStale.Store(true)
 }
 
 // applyLocal runs one command of the primary's stream on the applier connection, which is
 // exempt from replication's rules, and drops its reply.
 func (s *Server) applyLocal(argv ...[]byte) {
 	c := s.applier
+	if s.applierStale.Swap(false) {
+		c.multi = nil
+	}
 	c.execute(argv)
 	c.leaveGate()
 	c.wait = nil

@@ -59,11 +59,12 @@ type Server struct {
 	done     chan struct{}
 	internal *Conn // the client of Exec
 
-	repl        *repl.Repl  // replication (replication.go)
-	applier     *Conn       // the client that applies a primary's stream
-	minReplicas atomic.Bool // min-replicas-to-write is set
-	configFile  string      // the file the settings came from, for CONFIG REWRITE
-	runID       string
+	repl         *repl.Repl  // replication (replication.go)
+	applier      *Conn       // the client that applies a primary's stream
+	minReplicas  atomic.Bool // min-replicas-to-write is set
+	applierStale atomic.Bool // the applier's open transaction belongs to a former primary
+	configFile   string      // the file the settings came from, for CONFIG REWRITE
+	runID        string
 
 	// dataLoading is set while the data files load: commands that may not run then are
 	// answered -LOADING.
@@ -527,6 +528,7 @@ func (s *Server) internalConn() *Conn {
 	if s.internal == nil {
 		c := s.newConn(nil)
 		c.authed = true
+		c.replApplier = true // loads data files: exempt from replication's rules, like the stream
 		s.internal = c
 	}
 	return s.internal
