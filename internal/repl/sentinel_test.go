@@ -64,8 +64,17 @@ func TestMain(m *testing.M) { redistest.Main(m) }
 // REWRITE has a file to rewrite), with extra config lines.
 func startBloomd(t *testing.T, extra ...string) *redistest.Server {
 	t.Helper()
+	return startBloomdAuth(t, "", extra...)
+}
+
+// startBloomdAuth is startBloomd for a server with requirepass password.
+func startBloomdAuth(t *testing.T, password string, extra ...string) *redistest.Server {
+	t.Helper()
 	bin := bloomdBinary(t)
-	s, err := redistest.StartProgram(bin, "", func(port int, dir string) []string {
+	if password != "" {
+		extra = append(extra, "requirepass "+password)
+	}
+	s, err := redistest.StartProgram(bin, password, func(port int, dir string) []string {
 		conf := filepath.Join(dir, "bloomd.conf")
 		lines := append([]string{
 			"# bloomd under Sentinel (written by the test; CONFIG REWRITE keeps this comment)",
@@ -99,7 +108,7 @@ func tail(s string, n int) string {
 	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }
 
-func startSentinel(t *testing.T, primary string, quorum int) *redistest.Server {
+func startSentinel(t *testing.T, primary string, quorum int, extra ...string) *redistest.Server {
 	t.Helper()
 	host, port, _ := net.SplitHostPort(primary)
 	s, err := redistest.StartProgram("redis-sentinel", "", func(p int, dir string) []string {
@@ -110,10 +119,13 @@ func startSentinel(t *testing.T, primary string, quorum int) *redistest.Server {
 			"dir " + dir,
 			"logfile " + filepath.Join(dir, "sentinel.log"),
 			fmt.Sprintf("sentinel monitor mymaster %s %s %d", host, port, quorum),
-			"sentinel down-after-milliseconds mymaster 1000",
+			// Long enough that a loaded machine (tests run in parallel) does not look like a
+			// dead primary.
+			"sentinel down-after-milliseconds mymaster 3000",
 			"sentinel failover-timeout mymaster 10000",
 			"sentinel parallel-syncs mymaster 2",
 		}
+		lines = append(lines, extra...)
 		os.WriteFile(conf, []byte(strings.Join(lines, "\n")+"\n"), 0o644)
 		return []string{conf}
 	})
@@ -240,16 +252,29 @@ func TestSentinelFailover(t *testing.T) {
 	old := primary.Addr
 	primary.Kill()
 	killedAt := time.Now()
-	var newAddr string
-	eventually(t, 40*time.Second, "Sentinel promotes a replica", func() bool {
-		out, err := sentinels[0].Do("SENTINEL", "GET-MASTER-ADDR-BY-NAME", "mymaster")
-		if err != nil {
-			return false
+	// agreed returns the primary every Sentinel names, or "" while they differ.
+	agreed := func() string {
+		addr := ""
+		for _, s := range sentinels {
+			out, err := s.Do("SENTINEL", "GET-MASTER-ADDR-BY-NAME", "mymaster")
+			if err != nil {
+				return ""
+			}
+			a := strings.Replace(out, "\n", ":", 1)
+			if addr != "" && a != addr {
+				return ""
+			}
+			addr = a
 		}
-		newAddr = strings.Replace(out, "\n", ":", 1)
-		return newAddr != old
-	})
-	t.Logf("failover to %s took %v", newAddr, time.Since(killedAt))
+		return addr
+	}
+	eventually(t, 60*time.Second, "Sentinel promotes a replica", func() bool { a := agreed(); return a != "" && a != old })
+	t.Logf("failover took %v", time.Since(killedAt))
+	before := countAcked()
+	eventually(t, 30*time.Second, "the client writes to the new primary", func() bool { return countAcked() >= before+200 })
+	close(stop)
+	<-writerDone
+	newAddr := agreed()
 	var promoted, other *redistest.Server
 	for _, r := range []*redistest.Server{r1, r2} {
 		if r.Addr == newAddr {
@@ -259,12 +284,9 @@ func TestSentinelFailover(t *testing.T) {
 		}
 	}
 	if promoted == nil {
-		t.Fatalf("Sentinel promoted %s, which is none of the replicas", newAddr)
+		t.Fatalf("Sentinels name %q as the primary, which is none of the replicas", newAddr)
 	}
-	before := countAcked()
-	eventually(t, 30*time.Second, "the client writes to the new primary", func() bool { return countAcked() >= before+200 })
-	close(stop)
-	<-writerDone
+	t.Logf("new primary %s", newAddr)
 
 	// Every acknowledged add is on the new primary.
 	mu.Lock()
@@ -301,6 +323,9 @@ func TestSentinelFailover(t *testing.T) {
 	})
 	if got := info(promoted, "sync_full"); got != "0" {
 		t.Errorf("the other replica needed a full sync from the promoted one (sync_full %s)", got)
+	}
+	if got := info(other, "slave_repl_offset"); got == "" {
+		t.Error("the other replica reports no offset")
 	}
 
 	// redis-py's Sentinel client finds the new primary and reads from it.
@@ -393,5 +418,38 @@ func TestReplicaRestartContinues(t *testing.T) {
 	}
 	if a, b := info(primary, "master_replid"), info(replica, "master_replid"); a != b {
 		t.Errorf("replication IDs differ: primary %s, replica %s", a, b)
+	}
+}
+
+// TestSentinelAuth has Sentinel watch a primary and a replica that require a password
+// (Sentinel's auth-pass, the replica's masterauth): Sentinel authenticates, finds the replica
+// through the primary's INFO, and sees both up.
+func TestSentinelAuth(t *testing.T) {
+	needSentinel(t)
+	redistest.Require(t)
+	const pw = "s3cret"
+	primary := startBloomdAuth(t, pw)
+	replica := startBloomdAuth(t, pw, "replicaof "+strings.Replace(primary.Addr, ":", " ", 1), "masterauth "+pw)
+	eventually(t, 15*time.Second, "replica online", func() bool { return info(replica, "master_link_status") == "up" })
+	s := startSentinel(t, primary.Addr, 1, "sentinel auth-pass mymaster "+pw)
+	eventually(t, 30*time.Second, "Sentinel sees the replica", func() bool { return sentinelField(s, "num-slaves") == "1" })
+	if flags := sentinelField(s, "flags"); flags != "master" {
+		t.Errorf("Sentinel's flags for the primary: %q", flags)
+	}
+	eventually(t, 30*time.Second, "Sentinel connects to the replica and reads its INFO", func() bool {
+		out, err := s.Do("SENTINEL", "REPLICAS", "mymaster")
+		return err == nil && strings.Contains(out, "\nflags\nslave\n") && strings.Contains(out, "\nmaster-link-status\nok\n")
+	})
+	// Without the password a client is refused, as Sentinel's connections would be.
+	nc, err := net.Dial("tcp", primary.Addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	nc.Write([]byte("INFO\r\n"))
+	buf := make([]byte, 64)
+	n, _ := nc.Read(buf)
+	if !strings.HasPrefix(string(buf[:n]), "-NOAUTH") {
+		t.Errorf("INFO without AUTH: %q", buf[:n])
 	}
 }
