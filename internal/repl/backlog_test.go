@@ -23,6 +23,7 @@ func TestBacklog(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.BacklogSize = 16 << 10
 	r := New(nopHost{}, cfg, nil)
+	r.active.Store(true) // as once a replica attached
 	rng := rand.New(rand.NewPCG(1, 2))
 	var all []byte
 	for i := range 2000 {
@@ -58,6 +59,7 @@ func TestBacklog(t *testing.T) {
 // current ID at an offset the backlog holds, or the secondary ID up to its end.
 func TestPartialResyncRules(t *testing.T) {
 	r := New(nopHost{}, DefaultConfig(), nil)
+	r.active.Store(true)
 	r.Feed([][]byte{[]byte("SET"), []byte("a"), []byte("1")})
 	old := r.replid
 	r.mu.Lock()

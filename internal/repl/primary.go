@@ -94,6 +94,7 @@ func (r *Repl) ServeReplica(nc net.Conn, buffered []byte, replid string, offsetA
 		return
 	}
 	r.wg.Add(1)
+	r.active.Store(true) // the backlog starts here, at the current offset
 	r.mu.Unlock()
 	go func() {
 		defer r.wg.Done()

@@ -80,6 +80,9 @@ type Repl struct {
 	applyMu     sync.Mutex    // serialises Host.Apply and Host.Load across links old and new
 	stop        chan struct{} // closed by Close
 	replicaFlag atomic.Bool
+	// active is set once a replica attached or the server became a replica: until then, as in
+	// Redis, there is no backlog, writes cost nothing here and the offset does not move.
+	active atomic.Bool
 	wg          sync.WaitGroup
 }
 
@@ -139,6 +142,7 @@ func (r *Repl) Restore(replid string, offset int64) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.replid, r.offset, r.histlen = replid, offset, 0
+	r.active.Store(true)
 }
 
 // State returns the replication ID and offset of the data as of now.
@@ -191,7 +195,7 @@ func (r *Repl) Stale() bool {
 // stream's offset after it. A replica's own writes (with replica-read-only no) are not
 // replicated, as in Redis: Feed ignores them and returns 0.
 func (r *Repl) Feed(argv [][]byte) int64 {
-	if r.replicaFlag.Load() {
+	if !r.active.Load() || r.replicaFlag.Load() {
 		return 0
 	}
 	r.mu.Lock()
@@ -275,6 +279,7 @@ func (r *Repl) ReplicaOf(host string, port int) string {
 	}
 	r.disconnectLinksLocked()
 	was := r.replicaFlag.Swap(true)
+	r.active.Store(true)
 	m := &masterLink{r: r, host: host, port: port, done: make(chan struct{}), downSince: time.Now()}
 	r.master = m
 	r.wg.Add(1)
@@ -400,7 +405,7 @@ func (r *Repl) AppendInfo(b []byte) []byte {
 	f("master_replid2", r.replid2)
 	f("master_repl_offset", r.offset)
 	f("second_repl_offset", r.secondOff)
-	f("repl_backlog_active", 1)
+	f("repl_backlog_active", boolInt(r.active.Load()))
 	f("repl_backlog_size", len(r.ring))
 	f("repl_backlog_first_byte_offset", r.offset-r.histlen+1)
 	f("repl_backlog_histlen", r.histlen)
