@@ -83,7 +83,7 @@ type Repl struct {
 	// active is set once a replica attached or the server became a replica: until then, as in
 	// Redis, there is no backlog, writes cost nothing here and the offset does not move.
 	active atomic.Bool
-	wg          sync.WaitGroup
+	wg     sync.WaitGroup
 }
 
 // New returns the replication state of a primary with a fresh replication ID and an empty
