@@ -83,7 +83,9 @@ type Repl struct {
 	// active is set once a replica attached or the server became a replica: until then, as in
 	// Redis, there is no backlog, writes cost nothing here and the offset does not move.
 	active atomic.Bool
-	wg     sync.WaitGroup
+	// dial connects to a primary; tests replace it.
+	dial func(addr string, timeout time.Duration) (net.Conn, error)
+	wg   sync.WaitGroup
 }
 
 // New returns the replication state of a primary with a fresh replication ID and an empty
@@ -98,6 +100,9 @@ func New(host Host, cfg Config, log *slog.Logger) *Repl {
 	r := &Repl{host: host, log: log, cfg: cfg, replid: newID(), replid2: zeroID, secondOff: -1,
 		links: map[*link]struct{}{}, ackChanged: make(chan struct{})}
 	r.ring = make([]byte, cfg.BacklogSize)
+	r.dial = func(addr string, timeout time.Duration) (net.Conn, error) {
+		return net.DialTimeout("tcp", addr, timeout)
+	}
 	r.stop = make(chan struct{})
 	r.wg.Add(1)
 	go r.pinger()

@@ -116,7 +116,7 @@ func (m *masterLink) session(addr string) error {
 	r.mu.Unlock()
 	timeout := time.Duration(max(cfg.Timeout, 1)) * time.Second
 	m.setState(stateConnecting)
-	nc, err := net.DialTimeout("tcp", addr, timeout)
+	nc, err := r.dial(addr, timeout)
 	if err != nil {
 		return err
 	}
