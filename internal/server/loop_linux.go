@@ -39,6 +39,7 @@ type loop struct {
 	incoming []*Conn
 	pushq    []*Conn // connections with bytes from other goroutines (Conn.deliver)
 	stopping bool
+	exited   bool // under mu: run returned; add closes what it is handed
 	stopSeen bool // loop goroutine only
 
 	hasDeadline bool // a read deadline is set on epf
@@ -146,9 +147,30 @@ func (lp *loop) stop() {
 // add hands a connection to the loop.
 func (lp *loop) add(c *Conn) {
 	lp.mu.Lock()
+	if lp.exited {
+		// Accepted just before the shutdown, handed over after the loop ended.
+		lp.mu.Unlock()
+		syscall.Close(c.fd)
+		c.srv.removeConn(c)
+		c.srv.clients.Add(-1)
+		c.srv.wg.Done()
+		return
+	}
 	lp.incoming = append(lp.incoming, c)
 	lp.mu.Unlock()
 	lp.wake()
+}
+
+// exit marks a stopped loop as ended, unless connections were handed to it meanwhile, which it
+// must serve (and close) first.
+func (lp *loop) exit() bool {
+	lp.mu.Lock()
+	defer lp.mu.Unlock()
+	if len(lp.incoming) > 0 {
+		return false
+	}
+	lp.exited = true
+	return true
 }
 
 // adopt takes a connection from the Go runtime: it duplicates the socket (the duplicate is not
@@ -253,7 +275,7 @@ func (lp *loop) run() {
 		lp.finish()
 		if lp.stopSeen || lp.srv.timeout.Load() > 0 {
 			lp.expire(now)
-			if lp.stopSeen && lp.nconns == 0 {
+			if lp.stopSeen && lp.nconns == 0 && lp.exit() {
 				return
 			}
 		}

@@ -43,7 +43,7 @@ func BenchmarkReplicatedBFAdd(b *testing.B) {
 					enc[i] = resp.AppendCommand(enc[i], []byte("BF.ADD"), []byte("bf"), []byte(strconv.Itoa((i*depth+j)*7919)))
 				}
 			}
-			per := b.N / conns
+			per := max(b.N/conns, depth)
 			var wg sync.WaitGroup
 			b.ResetTimer()
 			start := time.Now()
