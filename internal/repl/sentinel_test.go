@@ -37,7 +37,7 @@ var buildOnce struct {
 }
 
 // bloomdBinary builds cmd/bloomd once per test binary.
-func bloomdBinary(t *testing.T) string {
+func bloomdBinary(t testing.TB) string {
 	t.Helper()
 	buildOnce.Do(func() {
 		dir, err := os.MkdirTemp("", "bloomd-bin-")
@@ -67,8 +67,13 @@ func startBloomd(t *testing.T, extra ...string) *redistest.Server {
 	return startBloomdAuth(t, "", extra...)
 }
 
+func startBloomdTB(t testing.TB, extra ...string) *redistest.Server {
+	t.Helper()
+	return startBloomdAuth(t, "", extra...)
+}
+
 // startBloomdAuth is startBloomd for a server with requirepass password.
-func startBloomdAuth(t *testing.T, password string, extra ...string) *redistest.Server {
+func startBloomdAuth(t testing.TB, password string, extra ...string) *redistest.Server {
 	t.Helper()
 	bin := bloomdBinary(t)
 	if password != "" {
