@@ -13,6 +13,7 @@ type nopHost struct{}
 func (nopHost) Snapshot(func()) (int64, func(io.Writer) error, error) { return 0, nil, io.EOF }
 func (nopHost) Load(io.Reader, int64) error                           { return nil }
 func (nopHost) Apply([][]byte)                                        {}
+func (nopHost) EndBatch()                                             {}
 func (nopHost) Port() int                                             { return 0 }
 func (nopHost) RoleChanged(bool)                                      {}
 

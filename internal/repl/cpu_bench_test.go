@@ -5,6 +5,8 @@ import (
 	"io"
 	"net"
 	"os"
+	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -97,4 +99,58 @@ func BenchmarkPrimaryCPU(b *testing.B) {
 func startBloomdB(b *testing.B, extra ...string) *redistest.Server {
 	b.Helper()
 	return startBloomdTB(b, extra...)
+}
+
+// BenchmarkReplicationLag measures replication lag under load: while redis-benchmark sends
+// pipelined BF.ADD to a bloomd primary (50 connections, 16 per batch), a probe client adds an
+// item and waits with WAIT 1 0 until the replica acknowledged it, every 10 ms; it reports the
+// probe's p50 and p99 time from sending the add to WAIT's reply (the lag plus one round trip for
+// the acknowledgement), and the load's throughput is redis-benchmark's own.
+//
+//	go test -run '^$' -bench BenchmarkReplicationLag -benchtime 300x ./internal/repl
+func BenchmarkReplicationLag(b *testing.B) {
+	rb, err := exec.LookPath("redis-benchmark")
+	if err != nil {
+		b.Skip("redis-benchmark is not installed (apt-get install redis-tools)")
+	}
+	primary := startBloomdB(b, "appendonly no")
+	replica := startBloomdB(b, "appendonly no", "replicaof "+strings.Replace(primary.Addr, ":", " ", 1))
+	primary.Do("BF.RESERVE", "bf", "0.01", "100000000")
+	for info(replica, "master_link_status") != "up" {
+		time.Sleep(10 * time.Millisecond)
+	}
+	host, port, _ := net.SplitHostPort(primary.Addr)
+	load := exec.Command(rb, "-h", host, "-p", port, "-c", "50", "-P", "16", "-n", "100000000", "-r", "100000000", "-q", "BF.ADD", "bf", "__rand_int__")
+	if err := load.Start(); err != nil {
+		b.Fatal(err)
+	}
+	defer func() { load.Process.Kill(); load.Wait() }()
+	time.Sleep(500 * time.Millisecond)
+	nc, err := net.Dial("tcp", primary.Addr)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer nc.Close()
+	rd := resp.NewReader(nc)
+	lags := make([]time.Duration, 0, b.N)
+	b.ResetTimer()
+	for i := range b.N {
+		start := time.Now()
+		nc.Write(resp.AppendCommand(resp.AppendCommand(nil, []byte("BF.ADD"), []byte("probe"), []byte(strconv.Itoa(i))),
+			[]byte("WAIT"), []byte("1"), []byte("0")))
+		if _, err := rd.ReadReply(); err != nil {
+			b.Fatal(err)
+		}
+		v, err := rd.ReadReply()
+		if err != nil || v.Int != 1 {
+			b.Fatalf("WAIT 1 0: %v %v", v, err)
+		}
+		lags = append(lags, time.Since(start))
+		time.Sleep(10 * time.Millisecond)
+	}
+	b.StopTimer()
+	slices.Sort(lags)
+	b.ReportMetric(float64(lags[len(lags)/2].Microseconds()), "p50-µs")
+	b.ReportMetric(float64(lags[len(lags)*99/100].Microseconds()), "p99-µs")
+	b.ReportMetric(float64(processCPU(b, info(primary, "process_id")).Milliseconds()), "primary-cpu-ms")
 }

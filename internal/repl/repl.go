@@ -23,8 +23,12 @@ type Host interface {
 	// Load replaces all data with the snapshot of size bytes read from r. While it runs the
 	// server answers -LOADING.
 	Load(r io.Reader, size int64) error
-	// Apply runs one command of the primary's stream, as the primary's client.
+	// Apply runs one command of the primary's stream, as the primary's client. Commands come
+	// in batches, each ended by EndBatch: in between, the server may keep other work that
+	// needs every command stopped waiting.
 	Apply(argv [][]byte)
+	// EndBatch ends a batch of Apply calls.
+	EndBatch()
 	// Port returns the port the server listens on, which a replica announces to its primary
 	// (unless replica-announce-port is set).
 	Port() int

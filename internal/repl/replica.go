@@ -348,27 +348,57 @@ func (m *masterLink) follow(nc net.Conn, br *bufio.Reader, timeout time.Duration
 		if err != nil {
 			return err
 		}
-		raw = resp.AppendCommand(raw[:0], argv...)
-		getack := len(argv) >= 2 && strings.EqualFold(string(argv[0]), "replconf") && strings.EqualFold(string(argv[1]), "getack")
-		if getack {
+		if err := m.applyBatch(rd, argv, &raw, ack); err != nil {
+			return err
+		}
+	}
+}
+
+// maxBatch bounds the stream bytes a replica applies in one batch, during which the server's
+// operations that need every command stopped (a snapshot's start) wait.
+const maxBatch = 1 << 20
+
+// applyBatch applies argv and every complete command already received after it, as one batch:
+// applied and recorded in the backlog together, and only while this link is the server's (a
+// link replaced or stopped by REPLICAOF applies nothing more).
+func (m *masterLink) applyBatch(rd *resp.Reader, argv [][]byte, raw *[]byte, ack func() error) (err error) {
+	r := m.r
+	r.applyMu.Lock()
+	defer r.applyMu.Unlock()
+	if m.stopped() {
+		return errors.New("replication stopped")
+	}
+	b := (*raw)[:0]
+	record := func() {
+		r.mu.Lock()
+		r.appendLocked(b)
+		m.lastIO = time.Now()
+		r.mu.Unlock()
+		b = b[:0]
+	}
+	defer func() {
+		r.host.EndBatch()
+		record()
+		*raw = b
+	}()
+	for argv != nil {
+		switch {
+		case len(argv) >= 2 && strings.EqualFold(string(argv[0]), "replconf") && strings.EqualFold(string(argv[1]), "getack"):
+			record() // the acknowledgement covers everything before this command
 			if err := ack(); err != nil {
 				return err
 			}
-		}
-		// Applied and recorded as one step, and only while this link is the server's: a
-		// link replaced or stopped (REPLICAOF) applies nothing more.
-		r.applyMu.Lock()
-		if m.stopped() {
-			r.applyMu.Unlock()
-			return errors.New("replication stopped")
-		}
-		if !getack && !strings.EqualFold(string(argv[0]), "ping") && !strings.EqualFold(string(argv[0]), "replconf") {
+		case strings.EqualFold(string(argv[0]), "ping"), strings.EqualFold(string(argv[0]), "replconf"):
+		default:
 			r.host.Apply(argv)
 		}
-		r.mu.Lock()
-		r.appendLocked(raw)
-		m.lastIO = time.Now()
-		r.mu.Unlock()
-		r.applyMu.Unlock()
+		b = resp.AppendCommand(b, argv...)
+		if len(b) >= maxBatch {
+			return nil
+		}
+		if argv, err = rd.ReadBuffered(); err != nil {
+			return err
+		}
 	}
+	return nil
 }

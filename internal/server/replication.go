@@ -244,7 +244,23 @@ func (h replHost) Port() int {
 	return h.s.config().Port
 }
 
-func (h replHost) Apply(argv [][]byte) { h.s.applyLocal(argv...) }
+// Apply runs a command of the primary's stream; the applier stays in the gate until EndBatch,
+// as an event loop does for a batch of requests.
+func (h replHost) Apply(argv [][]byte) {
+	s := h.s
+	c := s.applier
+	if s.applierStale.Swap(false) {
+		c.multi = nil
+	}
+	c.execute(argv)
+	c.wait = nil
+	if b := c.w.Bytes(); len(b) > 0 && b[0] == '-' {
+		s.log.Debug("command from the primary failed", "command", string(argv[0]), "reply", strings.TrimSpace(string(b[:min(len(b), 200)])))
+	}
+	c.w.Truncate(0)
+}
+
+func (h replHost) EndBatch() { h.s.applier.leaveGate() }
 
 func (h replHost) RoleChanged(replica bool) {
 	// A replica applies the stream as a log is replayed (adds counted as the primary counted
