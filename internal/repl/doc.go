@@ -11,8 +11,8 @@
 // # Histories
 //
 // A Repl has a replication ID and an offset, and keeps a backlog: a ring of the last
-// repl-backlog-size bytes of the stream. A replica's backlog is fed with the primary's stream
-// as received, so its offsets are the primary's. When a replica is promoted (REPLICAOF NO ONE)
+// repl-backlog-size bytes of the stream. A replica's backlog is fed with the primary's stream,
+// command for command in the same encoding, so its offsets are the primary's. When a replica is promoted (REPLICAOF NO ONE)
 // it takes a new ID and keeps the old one as its secondary ID, valid up to the offset of the
 // promotion (master_replid2, second_repl_offset): the other replicas, still on the old ID,
 // then continue from the promoted one without a snapshot. When a primary is made a replica it
