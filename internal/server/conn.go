@@ -97,7 +97,7 @@ type Conn struct {
 	hijacked       bool   // the connection was handed over (see hijack); do not close nc
 
 	// Replication (replication.go).
-	replApplier bool                          // applies the primary's stream: exempt from READONLY
+	replApplier bool                          // Exec's or the primary stream's client: exempt from READONLY and LOADING
 	replInfo    repl.ReplicaInfo              // what REPLCONF said, for PSYNC
 	woff        int64                         // the replication offset after this client's last write
 	hijack      func(nc net.Conn, buf []byte) // set by PSYNC: hand the connection over after the command
@@ -379,7 +379,7 @@ func (c *Conn) call(cmd *Command, args [][]byte) {
 		c.w.Error(arityError(cmd.Name))
 		return
 	}
-	if cmd.Flags&FlagLoading == 0 && c.srv.dataLoading.Load() && c != c.srv.internal && !c.replApplier {
+	if cmd.Flags&FlagLoading == 0 && c.srv.dataLoading.Load() && !c.replApplier {
 		c.reject(errLoading)
 		return
 	}
