@@ -23,7 +23,7 @@ type InfoProvider interface {
 	AppendInfo(b []byte, section string) []byte
 }
 
-var infoSections = []string{"server", "clients", "memory", "persistence", "stats", "modules", "keyspace"}
+var infoSections = []string{"server", "clients", "memory", "persistence", "stats", "replication", "modules", "keyspace"}
 
 func infoCmd(c *Conn, args [][]byte) {
 	want := map[string]bool{}
@@ -84,6 +84,7 @@ func (s *Server) appendInfo(b []byte, sec string, c *Conn) []byte {
 		b = field(b, "arch_bits", strconv.IntSize)
 		b = field(b, "go_version", runtime.Version())
 		b = field(b, "process_id", os.Getpid())
+		b = field(b, "run_id", s.runID)
 		b = field(b, "tcp_port", cfg.Port)
 		b = field(b, "server_time_usec", time.Now().UnixMicro())
 		b = field(b, "uptime_in_seconds", int64(up.Seconds()))
@@ -122,7 +123,7 @@ func (s *Server) appendInfo(b []byte, sec string, c *Conn) []byte {
 	case "persistence":
 		b = append(b, "# Persistence\r\n"...)
 		loading := 0
-		if s.ks.loading.Load() || s.dataLoading.Load() {
+		if s.ks.loading.Load() && !s.repl.IsReplica() || s.dataLoading.Load() {
 			loading = 1
 		}
 		b = field(b, "loading", loading)
@@ -146,6 +147,9 @@ func (s *Server) appendInfo(b []byte, sec string, c *Conn) []byte {
 		b = field(b, "expired_keys", s.stats.expired.Load())
 		b = field(b, "evicted_keys", 0)
 		b = field(b, "oom_rejections", s.stats.oom.Load())
+		b = s.repl.AppendStats(b)
+	case "replication":
+		b = s.repl.AppendInfo(b)
 	case "modules":
 		b = append(b, "# Modules\r\n"...)
 		b = fmt.Appendf(b, "module:name=bf,ver=%d,api=1,filters=0,usedby=[],using=[],options=[]\r\n", bfModuleVer)
@@ -236,6 +240,7 @@ func configSetCmd(c *Conn, args [][]byte) {
 	s.cfg = next
 	s.applyConfig(&next)
 	s.applyPersist(&old, &next)
+	s.applyRepl(&next)
 	if next.Timeout != old.Timeout {
 		s.rearmTimeouts()
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/bloomd/bloom/internal/persist"
 
 	"github.com/bloomd/bloom/internal/memlimit"
+	"github.com/bloomd/bloom/internal/repl"
 )
 
 // Config holds bloomd's settings. Their names and value syntax are redis.conf's, and they can be
@@ -44,6 +45,10 @@ type Config struct {
 	Save                  []persist.SaveRule // save: snapshot rules; none for no snapshots by rule
 	AutoAOFRewritePercent int                // auto-aof-rewrite-percentage; 0 turns automatic rewrites off
 	AutoAOFRewriteMinSize int64              // auto-aof-rewrite-min-size, bytes
+
+	// Replication (internal/repl; see replication.go), with redis.conf's names.
+	ReplicaOf   string      // replicaof: "host port" of the primary; "" for a primary
+	Replication repl.Config // masterauth, replica-read-only, repl-backlog-size, ...
 
 	// Journal, if not nil, records every write command (see Journal).
 	Journal Journal `json:"-"`
@@ -81,6 +86,8 @@ func DefaultConfig() Config {
 		Save:                  pd.Save,
 		AutoAOFRewritePercent: pd.AutoRewritePercentage,
 		AutoAOFRewriteMinSize: pd.AutoRewriteMinSize,
+
+		Replication: repl.DefaultConfig(),
 	}
 }
 
