@@ -183,3 +183,5 @@ func uniqueName(t testing.TB) string {
 	nameSeq.n++
 	return fmt.Sprintf("guardtest.%d.%d", time.Now().UnixNano()%1e9, nameSeq.n)
 }
+
+var sqlOpen = sql.Open

@@ -231,17 +231,7 @@ func (s *moduleStore) Open(ctx context.Context) (Filter, error) {
 		}
 		return nil, fmt.Errorf("guard: opening %s: %w", s.name, err)
 	}
-	var n uint64
-	switch v := capacity.(type) {
-	case int64:
-		n = uint64(v)
-	case []any:
-		if len(v) == 1 {
-			if i, ok := v[0].(int64); ok {
-				n = uint64(i)
-			}
-		}
-	}
+	n := firstInt(capacity)
 	if n == 0 {
 		return nil, fmt.Errorf("guard: opening %s: unexpected BF.INFO CAPACITY reply %v", s.name, capacity)
 	}
@@ -250,4 +240,32 @@ func (s *moduleStore) Open(ctx context.Context) (Filter, error) {
 		return nil, fmt.Errorf("guard: opening %s: %w", s.name, err)
 	}
 	return f, nil
+}
+
+// firstInt returns the integer in a BF.INFO field reply, which is the integer itself, a
+// one-element array (RESP2) or a one-entry map (RESP3); 0 if there is none.
+func firstInt(v any) uint64 {
+	switch v := v.(type) {
+	case int64:
+		if v > 0 {
+			return uint64(v)
+		}
+	case []any:
+		if len(v) == 1 {
+			return firstInt(v[0])
+		}
+	case map[any]any:
+		if len(v) == 1 {
+			for _, x := range v {
+				return firstInt(x)
+			}
+		}
+	case map[string]any:
+		if len(v) == 1 {
+			for _, x := range v {
+				return firstInt(x)
+			}
+		}
+	}
+	return 0
 }
