@@ -207,7 +207,8 @@ func (g *Guard[V]) Get(ctx context.Context, key string) (V, error) {
 			}
 			return zero, r.Err
 		}
-		return r.Val.(V), nil
+		v, _ := r.Val.(V) // a nil interface value stays the zero V
+		return v, nil
 	case <-ctx.Done():
 		return zero, ctx.Err()
 	}

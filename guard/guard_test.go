@@ -371,3 +371,19 @@ func TestBadSource(t *testing.T) {
 		t.Fatalf("Preload with a NULL key: err = %v", err)
 	}
 }
+
+// TestInterfaceValue: a loader of an interface type may return a nil value.
+func TestInterfaceValue(t *testing.T) {
+	db := openSQLite(t)
+	createUsers(t, db, 10)
+	g, err := guard.New(guard.Config[any]{
+		Store: guard.Local(nil), Source: db.source(), Logger: quietLogger(nil),
+		Load: func(context.Context, string) (any, error) { return nil, nil },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, err := g.Get(context.Background(), "user-1"); v != nil || err != nil {
+		t.Fatalf("Get = %v, %v; want nil, nil", v, err)
+	}
+}
