@@ -387,3 +387,44 @@ func TestInterfaceValue(t *testing.T) {
 		t.Fatalf("Get = %v, %v; want nil, nil", v, err)
 	}
 }
+
+// TestRun: Run preloads, becomes ready, and rebuilds every RebuildEvery until its context ends;
+// a periodic rebuild picks up deleted rows.
+func TestRun(t *testing.T) {
+	db := openSQLite(t)
+	createUsers(t, db, 2000)
+	var queries countingInt
+	g, err := guard.New(guard.Config[string]{
+		Store: guard.Local(nil), Source: db.source(), Load: db.loader(&queries),
+		RebuildEvery: 50 * time.Millisecond, Logger: quietLogger(nil),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- g.Run(ctx) }()
+	select {
+	case <-g.Ready():
+	case <-time.After(30 * time.Second):
+		t.Fatal("not ready 30s after Run started")
+	}
+	if _, err := db.ExecContext(ctx, "DELETE FROM users WHERE id = 'user-5'"); err != nil {
+		t.Fatal(err)
+	}
+	builds := g.Stats(ctx).Builds
+	deadline := time.Now().Add(30 * time.Second)
+	for g.Stats(ctx).Builds < builds+2 { // a build that began after the delete has ended
+		if time.Now().After(deadline) {
+			t.Fatalf("no periodic rebuild within 30s: %+v", g.Stats(ctx))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if st := g.Stats(ctx); st.BuildKeys != 1999 {
+		t.Errorf("periodic rebuild read %d keys; want 1999", st.BuildKeys)
+	}
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Errorf("Run returned %v; want context.Canceled", err)
+	}
+}
