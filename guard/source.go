@@ -19,8 +19,9 @@ type Source interface {
 
 // SQL returns a Source that reads keys from a database/sql database: countQuery returns one row
 // with one integer column (such as "SELECT count(*) FROM users"), and keysQuery returns the keys
-// in its first column (such as "SELECT id FROM users"), as text or bytes; args are passed to
-// both. Rows are streamed: the keys are never all in memory at once (with drivers that stream
+// in its first column (such as "SELECT id FROM users"); args are passed to both. A key is the
+// column's bytes as the driver gives them: text and bytes as they are, integers as decimal text
+// (so the loader receives "42"; ExampleGuard_Stats shows it). Rows are streamed: the keys are never all in memory at once (with drivers that stream
 // result sets, as pgx and modernc.org/sqlite do). A NULL key is an error.
 //
 // countQuery may be empty if Config.Capacity is set; Count then returns 0.
