@@ -25,9 +25,10 @@ import (
 // Guard.Attach) get redisfilter.ErrConfigMismatch on their next call; the filters this Store
 // returns reopen name when that happens and repeat the call, so they follow swaps made anywhere.
 //
-// The transaction renames keys between hash slots, which Redis Cluster refuses: on a Cluster,
-// Swap fails (and the old filter stays in service). Use one Redis server (or Sentinel) for a
-// guard that rebuilds, or a Local store per instance.
+// The transaction renames keys between hash slots, which Redis Cluster refuses (and go-redis would
+// split it into one transaction per slot, losing its atomicity), so Build refuses a
+// *redis.ClusterClient with ErrInvalid: use one Redis server (or Sentinel) for a guard that
+// builds, or a Local store per instance. Attach works on any client.
 func Redis(c redis.UniversalClient, name string, opt *redisfilter.Options) Store {
 	return &redisStore{c: c, name: name, opt: opt}
 }
@@ -46,6 +47,9 @@ func stagingName(name string) string {
 }
 
 func (s *redisStore) Build(ctx context.Context, n uint64, p float64) (Filter, error) {
+	if err := s.checkSwappable(); err != nil {
+		return nil, err
+	}
 	f, err := redisfilter.New(ctx, s.c, stagingName(s.name), n, p, s.opt)
 	if err != nil {
 		return nil, fmt.Errorf("guard: building a Redis filter for %d keys at p=%g: %w", n, p, err)
@@ -53,7 +57,18 @@ func (s *redisStore) Build(ctx context.Context, n uint64, p float64) (Filter, er
 	return f, nil
 }
 
+// checkSwappable refuses clients on which Swap's transaction cannot be atomic.
+func (s *redisStore) checkSwappable() error {
+	if _, ok := s.c.(*redis.ClusterClient); ok {
+		return fmt.Errorf("%w: the Redis store builds and swaps filters with a transaction across hash slots, which Redis Cluster cannot run; use a single server or Sentinel, or a Local store", ErrInvalid)
+	}
+	return nil
+}
+
 func (s *redisStore) Swap(ctx context.Context, _, next Filter) (Filter, error) {
+	if err := s.checkSwappable(); err != nil {
+		return nil, err
+	}
 	nf, ok := next.(*redisfilter.Filter)
 	if !ok {
 		return nil, fmt.Errorf("%w: Swap of a %T, which this Redis store did not build", ErrInvalid, next)
@@ -175,6 +190,9 @@ func (r *redisLive) EstimatedFPP(ctx context.Context) (float64, error) {
 // swap on. The filter a handle would recreate after a deletion of name has the capacity of the
 // handle's filter and, for handles from Open, a false-positive rate of 0.01 (BF.INFO does not
 // report the rate).
+//
+// On Redis Cluster with RedisBloom the RENAME crosses hash slots and fails: the build fails, its
+// filter is deleted, and the old filter stays in service.
 func Module(c redis.UniversalClient, name string, opt *redisfilter.ModuleOptions) Store {
 	return &moduleStore{c: c, name: name, opt: opt}
 }

@@ -190,3 +190,36 @@ func TestModuleStore(t *testing.T) {
 		checkNoFalseAbsent(t, openSQLite(t), guard.Module(c, "race", nil), 3000, 2)
 	})
 }
+
+// TestRedisStoreCluster: on Redis Cluster the Redis store refuses to build (its swap could not be
+// atomic), the guard stays unready and lets requests through, and nothing is written.
+func TestRedisStoreCluster(t *testing.T) {
+	cl := redistest.SharedCluster(t)
+	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: cl.Addrs})
+	t.Cleanup(func() { c.Close() })
+	db := openSQLite(t)
+	createUsers(t, db, 100)
+	var queries countingInt
+	name := uniqueName(t)
+	g, err := guard.New(guard.Config[string]{Store: guard.Redis(c, name, nil), Source: db.source(), Load: db.loader(&queries), Logger: quietLogger(nil)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := g.Preload(ctx); !errors.Is(err, guard.ErrInvalid) {
+		t.Fatalf("Preload on a cluster: err = %v; want ErrInvalid", err)
+	}
+	if _, err := g.Get(ctx, "user-3"); err != nil {
+		t.Fatalf("Get on an unready guard: %v", err)
+	}
+	err = c.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error {
+		keys, err := m.Keys(ctx, "*"+name+"*").Result()
+		if err == nil && len(keys) > 0 {
+			t.Errorf("keys written on a refused build: %q", keys)
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
