@@ -174,21 +174,22 @@ func (c *Chain) Add(item []byte) (bool, error) {
 	h1, h2 := bloom.RedisBloom64.Hash(item)
 	for {
 		links := *c.links.Load()
-		for i := len(links) - 1; i >= 0; i-- {
+		last := len(links) - 1
+		for i := last - 1; i >= 0; i-- {
 			if links[i].f.TestHashed(h1, h2) {
 				return false, nil
 			}
 		}
-		cur := links[len(links)-1]
-		if cur.tryReserve() {
-			if cur.f.AddHashed(h1, h2) {
-				return true, nil
-			}
-			// Another goroutine added the same item between our test and our add.
-			cur.size.Add(^uint64(0))
+		// The newest link is tested and added to in one pass over the item's bits, which
+		// takes one of its free slots only when a bit is clear.
+		cur := links[last]
+		added, present := cur.f.AddHashedIf(h1, h2, cur.tryReserve)
+		switch {
+		case added:
+			return true, nil
+		case present:
 			return false, nil
-		}
-		if c.options&optNoScaling != 0 {
+		case c.options&optNoScaling != 0:
 			return false, ErrFull
 		}
 		if err := c.grow(cur); err != nil {
