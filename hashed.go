@@ -19,6 +19,21 @@ func (f *Filter) AddHashedIf(h1, h2 uint64, admit func() bool) (added, present b
 	return f.addIf(h1, h2, admit)
 }
 
+// PrefetchHashed asks the CPU to bring the words of a key already hashed to (h1, h2) into its
+// cache, without waiting for them, so that a TestHashed or AddHashed of the key soon after finds
+// them there. Batch code calls it a few keys ahead of the key it works on, so that the cache
+// misses of several keys overlap. It changes nothing and is safe for concurrent use.
+func (f *Filter) PrefetchHashed(h1, h2 uint64) {
+	if f.k > maxFastK {
+		return
+	}
+	var idx [maxFastK]uint64
+	for i := range f.k {
+		idx[i] = f.location(h1, h2, i) >> 6
+	}
+	prefetchWords(f.bits, idx[:f.k])
+}
+
 // TestHashed is Test for a key already hashed by f.Scheme().Hash, which gives (h1, h2).
 // It is safe for concurrent use and allocates nothing.
 func (f *Filter) TestHashed(h1, h2 uint64) bool { return f.test(h1, h2) }

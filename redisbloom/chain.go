@@ -172,6 +172,10 @@ func (c *Chain) newLink(capacity uint64, errorRate float64, overhead uint64) (l 
 // wrapping ErrCannotGrow. Add hashes item once and allocates nothing unless it appends a link.
 func (c *Chain) Add(item []byte) (bool, error) {
 	h1, h2 := bloom.RedisBloom64.Hash(item)
+	return c.addHashed(h1, h2)
+}
+
+func (c *Chain) addHashed(h1, h2 uint64) (bool, error) {
 	for {
 		links := *c.links.Load()
 		last := len(links) - 1
@@ -233,6 +237,10 @@ func (c *Chain) grow(full *link) error {
 // present. It takes no lock and allocates nothing.
 func (c *Chain) Exists(item []byte) bool {
 	h1, h2 := bloom.RedisBloom64.Hash(item)
+	return c.existsHashed(h1, h2)
+}
+
+func (c *Chain) existsHashed(h1, h2 uint64) bool {
 	links := *c.links.Load()
 	for i := len(links) - 1; i >= 0; i-- {
 		if links[i].f.TestHashed(h1, h2) {
@@ -240,6 +248,54 @@ func (c *Chain) Exists(item []byte) bool {
 		}
 	}
 	return false
+}
+
+// manyAhead is how many items ahead of the one they work on AddMany and ExistsMany prefetch:
+// with k words per item, enough misses in flight to cover a memory latency.
+const manyAhead = 4
+
+// many calls each(i, h1, h2) for the hash of every item in order, until each returns false,
+// having first asked the CPU for the newest link's words of the item manyAhead further on.
+func (c *Chain) many(items [][]byte, each func(i int, h1, h2 uint64) bool) {
+	var ring [manyAhead][2]uint64
+	next := func(j int) {
+		h1, h2 := bloom.RedisBloom64.Hash(items[j])
+		ring[j%manyAhead] = [2]uint64{h1, h2}
+		links := *c.links.Load()
+		links[len(links)-1].f.PrefetchHashed(h1, h2)
+	}
+	for j := range min(manyAhead, len(items)) {
+		next(j)
+	}
+	for i := range items {
+		h := ring[i%manyAhead]
+		if j := i + manyAhead; j < len(items) {
+			next(j)
+		}
+		if !each(i, h[0], h[1]) {
+			return
+		}
+	}
+}
+
+// AddMany adds items in order, as Add called for each of them does, and calls fn with the
+// index and the result of each, stopping when fn returns false. The cache misses of consecutive
+// items overlap, which a filter larger than the CPU's cache makes much cheaper than calling Add
+// for each. It allocates nothing beyond what Add does; fn must not call back into the chain.
+func (c *Chain) AddMany(items [][]byte, fn func(i int, added bool, err error) bool) {
+	c.many(items, func(i int, h1, h2 uint64) bool {
+		added, err := c.addHashed(h1, h2)
+		return fn(i, added, err)
+	})
+}
+
+// ExistsMany calls fn with the index of each item, in order, and whether it may have been added,
+// as Exists reports it, overlapping the items' cache misses as AddMany does.
+func (c *Chain) ExistsMany(items [][]byte, fn func(i int, present bool)) {
+	c.many(items, func(i int, h1, h2 uint64) bool {
+		fn(i, c.existsHashed(h1, h2))
+		return true
+	})
 }
 
 // Card returns the number of items added (BF.CARD, BF.INFO "Number of items inserted"): the
