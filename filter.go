@@ -222,8 +222,14 @@ func (f *Filter) gather(h1, h2 uint64, p *probe) bool {
 		}
 		return any != 0
 	}
-	for i := range f.k {
-		p.word[i] = f.location(h1, h2, i)
+	if f.scheme == RedisBloom64 {
+		for i := range f.k {
+			p.word[i] = f.div.mod(h1 + uint64(i)*h2) // location, inlined
+		}
+	} else {
+		for i := range f.k {
+			p.word[i] = f.location(h1, h2, i)
+		}
 	}
 	for i := range f.k {
 		b := p.word[i]

@@ -28,8 +28,14 @@ func (f *Filter) PrefetchHashed(h1, h2 uint64) {
 		return
 	}
 	var idx [maxFastK]uint64
-	for i := range f.k {
-		idx[i] = f.location(h1, h2, i) >> 6
+	if f.scheme == RedisBloom64 {
+		for i := range f.k {
+			idx[i] = f.div.mod(h1+uint64(i)*h2) >> 6 // location, inlined
+		}
+	} else {
+		for i := range f.k {
+			idx[i] = f.location(h1, h2, i) >> 6
+		}
 	}
 	prefetchWords(f.bits, idx[:f.k])
 }
