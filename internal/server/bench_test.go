@@ -169,8 +169,8 @@ func (l *loopConn) SetReadDeadline(time.Time) error {
 	return nil
 }
 
-// TestLoopAllocs checks that an event loop serving pipelined BF.ADD and BF.EXISTS allocates
-// nothing per request (measured over the whole process; the client side allocates nothing).
+// TestLoopAllocs checks that an event loop serving pipelined BF.ADD, BF.EXISTS, BF.MADD,
+// BF.MEXISTS and BF.INSERT (and preparing each batch's filter memory) allocates nothing per request (measured over the whole process; the client side allocates nothing).
 func TestLoopAllocs(t *testing.T) {
 	if !loopsSupported {
 		t.Skip("no event loops on this system")
@@ -187,7 +187,15 @@ func TestLoopAllocs(t *testing.T) {
 		batch = resp.AppendCommand(batch, []byte("BF.ADD"), []byte("bf"), []byte(strconv.Itoa(i)))
 		batch = resp.AppendCommand(batch, []byte("BF.EXISTS"), []byte("bf"), []byte(strconv.Itoa(i)))
 	}
-	reply := make([]byte, 32*4)
+	items := make([][]byte, 10)
+	for i := range items {
+		items[i] = []byte(strconv.Itoa(100 + i))
+	}
+	for _, name := range []string{"BF.MADD", "BF.MEXISTS"} {
+		batch = resp.AppendCommand(batch, append([][]byte{[]byte(name), []byte("bf")}, items...)...)
+	}
+	batch = resp.AppendCommand(batch, append([][]byte{[]byte("BF.INSERT"), []byte("bf"), []byte("ITEMS")}, items...)...)
+	reply := make([]byte, 32*4+3*(5+10*4)) // 32 integers, 3 arrays of 10
 	round := func(n int) {
 		for range n {
 			if _, err := nc.Write(batch); err != nil {
@@ -199,11 +207,14 @@ func TestLoopAllocs(t *testing.T) {
 		}
 	}
 	round(100)
+	if bytes.Contains(reply, []byte("-")) || reply[len(reply)-1] != '\n' {
+		t.Fatalf("unexpected replies: %q", reply)
+	}
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
 	round(1000)
 	runtime.ReadMemStats(&after)
 	if n := after.Mallocs - before.Mallocs; n > 200 {
-		t.Fatalf("%d allocations for 32000 requests", n)
+		t.Fatalf("%d allocations for 35000 requests", n)
 	}
 }
