@@ -189,28 +189,90 @@ func (f *Filter) add(h1, h2 uint64) bool {
 		}
 		return added
 	}
-	var word, missing [maxFastK]uint64
-	var any uint64
-	x := h1 // Guava64's positions by addition, without location's switch and multiplication
-	for i := range f.k {
-		var b uint64
-		if f.fast63 {
-			b = f.div.mod63(x & math.MaxInt64)
-			x += h2
-		} else {
-			b = f.location(h1, h2, i)
-		}
-		word[i] = b >> 6
-		missing[i] = bitMask[b&63] &^ atomic.LoadUint64(&f.bits[b>>6])
-		any |= missing[i]
-	}
-	if any == 0 {
+	var p probe
+	if !f.gather(h1, h2, &p) {
 		return false
 	}
-	for i := range f.k {
-		atomic.OrUint64(&f.bits[word[i]], missing[i])
-	}
+	f.setMissing(&p)
 	return true
+}
+
+// A probe holds, between gather and setMissing, the word of each of a key's positions and the bit
+// of it still clear (zero when set).
+type probe struct {
+	word, missing [maxFastK]uint64
+}
+
+// gather reads the k positions of (h1, h2) into p (f.k <= maxFastK) and reports whether any bit
+// was clear. Unless positions come by addition (fast63), it computes every position before the
+// first load: the loads then issue back to back and their cache misses overlap, where
+// interleaving them with the calls to location leaves too many instructions between them for the
+// CPU to look ahead. Measured on a RedisBloom filter of 10M items (11.4 MiB, k = 7, beyond
+// the cache and the 4 KiB TLB's reach): 570 -> 265 CPU-ns per add of a new key.
+func (f *Filter) gather(h1, h2 uint64, p *probe) bool {
+	var any uint64
+	if f.fast63 {
+		x := h1 // Guava64's positions by addition, without location's switch and multiplication
+		for i := range f.k {
+			b := f.div.mod63(x & math.MaxInt64)
+			x += h2
+			p.word[i] = b >> 6
+			p.missing[i] = bitMask[b&63] &^ atomic.LoadUint64(&f.bits[b>>6])
+			any |= p.missing[i]
+		}
+		return any != 0
+	}
+	if f.scheme == RedisBloom64 {
+		for i := range f.k {
+			p.word[i] = f.div.mod(h1 + uint64(i)*h2) // location, inlined
+		}
+	} else {
+		for i := range f.k {
+			p.word[i] = f.location(h1, h2, i)
+		}
+	}
+	for i := range f.k {
+		b := p.word[i]
+		p.word[i] = b >> 6
+		p.missing[i] = bitMask[b&63] &^ atomic.LoadUint64(&f.bits[b>>6])
+		any |= p.missing[i]
+	}
+	return any != 0
+}
+
+// setMissing ORs in the bits gather found clear, one atomic instruction per position (a zero mask
+// included: no branch on the loaded bits).
+func (f *Filter) setMissing(p *probe) {
+	for i := range f.k {
+		atomic.OrUint64(&f.bits[p.word[i]], p.missing[i])
+	}
+}
+
+// addIf is add that, once it has found a bit of the key clear, sets the bits only if admit
+// returns true. present reports that every bit was set (admit was not called); added that admit
+// agreed and the bits were set.
+func (f *Filter) addIf(h1, h2 uint64, admit func() bool) (added, present bool) {
+	if f.k > maxFastK {
+		if f.test(h1, h2) {
+			return false, true
+		}
+		if !admit() {
+			return false, false
+		}
+		for i := range f.k {
+			f.bits.set(f.location(h1, h2, i))
+		}
+		return true, false
+	}
+	var p probe
+	if !f.gather(h1, h2, &p) {
+		return false, true
+	}
+	if !admit() {
+		return false, false
+	}
+	f.setMissing(&p)
+	return true, false
 }
 
 // branchlessWords is the array size (2 MiB, the L2 cache of one core here) up to which test

@@ -8,6 +8,38 @@ package bloom
 // and TestHashed on each. It is safe for concurrent use and allocates nothing.
 func (f *Filter) AddHashed(h1, h2 uint64) bool { return f.add(h1, h2) }
 
+// AddHashedIf is AddHashed for a filter that keeps a budget of keys, such as the newest link of a
+// scalable chain: it reads the key's bits once, and when one of them is clear it calls admit,
+// setting the bits only if admit returns true. present reports that every bit was already set
+// (admit is not called, nothing changes); added reports that admit agreed and the bits were set;
+// both false means admit refused and nothing changed. One pass over the key's bits thus does the
+// work of TestHashed followed by AddHashed. It is safe for concurrent use (as AddHashed) and
+// allocates nothing; admit must not call back into f.
+func (f *Filter) AddHashedIf(h1, h2 uint64, admit func() bool) (added, present bool) {
+	return f.addIf(h1, h2, admit)
+}
+
+// PrefetchHashed asks the CPU to bring the words of a key already hashed to (h1, h2) into its
+// cache, without waiting for them, so that a TestHashed or AddHashed of the key soon after finds
+// them there. Batch code calls it a few keys ahead of the key it works on, so that the cache
+// misses of several keys overlap. It changes nothing and is safe for concurrent use.
+func (f *Filter) PrefetchHashed(h1, h2 uint64) {
+	if f.k > maxFastK {
+		return
+	}
+	var idx [maxFastK]uint64
+	if f.scheme == RedisBloom64 {
+		for i := range f.k {
+			idx[i] = f.div.mod(h1+uint64(i)*h2) >> 6 // location, inlined
+		}
+	} else {
+		for i := range f.k {
+			idx[i] = f.location(h1, h2, i) >> 6
+		}
+	}
+	prefetchWords(f.bits, idx[:f.k])
+}
+
 // TestHashed is Test for a key already hashed by f.Scheme().Hash, which gives (h1, h2).
 // It is safe for concurrent use and allocates nothing.
 func (f *Filter) TestHashed(h1, h2 uint64) bool { return f.test(h1, h2) }

@@ -18,19 +18,30 @@ import (
 
 const (
 	hugePageSize = 2 << 20
-	hugePageMin  = 16 << 20 // below this the 4 KiB TLB entries cover the array well enough
+	hugePageMin  = 16 << 20 // from this size on the array is aligned to be wholly huge-paged
+	// From this size on, the whole 2 MiB pages inside the array (it is not aligned: no memory is
+	// given up) are marked for huge pages. A second-level TLB of 2,048 4 KiB entries covers 8 MiB:
+	// a 10M-item RedisBloom filter (11.4 MiB) measured 360 -> 235 CPU-ns per Test and 715 -> 430
+	// per test-and-add of a new key with huge pages (AMD EPYC, virtual).
+	hugePageInterior = 4 << 20
 )
 
 // hugePages switches huge-page backing on; BenchmarkHugePages turns it off to compare.
 var hugePages = true
 
-// allocWords returns a zeroed array of n words; from 16 MiB on, it starts on a 2 MiB boundary and
+// allocWords returns a zeroed array of n words; from 4 MiB on, its whole 2 MiB pages are marked
+// for huge pages; from 16 MiB on, it starts on a 2 MiB boundary and
 // is marked for huge pages before anything touches it, so the first touch maps huge pages. The
 // array is ordinary Go memory (at most 2 MiB of the allocation is left unused before it) and the
 // garbage collector frees it as usual.
 func allocWords(n uint64) bitArray {
-	if !hugePages || n*8 < hugePageMin {
+	if !hugePages || n*8 < hugePageInterior {
 		return make(bitArray, n)
+	}
+	if n*8 < hugePageMin {
+		a := make(bitArray, n)
+		madviseHuge(a, unix.MADV_HUGEPAGE)
+		return a
 	}
 	raw := make(bitArray, n+hugePageSize/8)
 	off := (hugePageSize - uint64(uintptr(unsafe.Pointer(&raw[0])))%hugePageSize) % hugePageSize / 8
@@ -44,7 +55,7 @@ func allocWords(n uint64) bitArray {
 // (MADV_COLLAPSE) made decoding a 130 MB filter 170 ms slower here, for no gain measurable
 // right after, so it is left to the kernel.
 func adviseHugePages(a []uint64) {
-	if !hugePages || uint64(len(a))*8 < hugePageMin {
+	if !hugePages || uint64(len(a))*8 < hugePageInterior {
 		return
 	}
 	madviseHuge(a, unix.MADV_HUGEPAGE)

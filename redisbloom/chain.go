@@ -172,23 +172,28 @@ func (c *Chain) newLink(capacity uint64, errorRate float64, overhead uint64) (l 
 // wrapping ErrCannotGrow. Add hashes item once and allocates nothing unless it appends a link.
 func (c *Chain) Add(item []byte) (bool, error) {
 	h1, h2 := bloom.RedisBloom64.Hash(item)
+	return c.addHashed(h1, h2)
+}
+
+func (c *Chain) addHashed(h1, h2 uint64) (bool, error) {
 	for {
 		links := *c.links.Load()
-		for i := len(links) - 1; i >= 0; i-- {
+		last := len(links) - 1
+		for i := last - 1; i >= 0; i-- {
 			if links[i].f.TestHashed(h1, h2) {
 				return false, nil
 			}
 		}
-		cur := links[len(links)-1]
-		if cur.tryReserve() {
-			if cur.f.AddHashed(h1, h2) {
-				return true, nil
-			}
-			// Another goroutine added the same item between our test and our add.
-			cur.size.Add(^uint64(0))
+		// The newest link is tested and added to in one pass over the item's bits, which
+		// takes one of its free slots only when a bit is clear.
+		cur := links[last]
+		added, present := cur.f.AddHashedIf(h1, h2, cur.tryReserve)
+		switch {
+		case added:
+			return true, nil
+		case present:
 			return false, nil
-		}
-		if c.options&optNoScaling != 0 {
+		case c.options&optNoScaling != 0:
 			return false, ErrFull
 		}
 		if err := c.grow(cur); err != nil {
@@ -232,6 +237,10 @@ func (c *Chain) grow(full *link) error {
 // present. It takes no lock and allocates nothing.
 func (c *Chain) Exists(item []byte) bool {
 	h1, h2 := bloom.RedisBloom64.Hash(item)
+	return c.existsHashed(h1, h2)
+}
+
+func (c *Chain) existsHashed(h1, h2 uint64) bool {
 	links := *c.links.Load()
 	for i := len(links) - 1; i >= 0; i-- {
 		if links[i].f.TestHashed(h1, h2) {
@@ -239,6 +248,63 @@ func (c *Chain) Exists(item []byte) bool {
 		}
 	}
 	return false
+}
+
+// Prefetch asks the CPU for the words of the newest link that an Add or Exists of item will
+// read, without waiting for them: called for the items of several requests before running them,
+// it lets their cache misses overlap. It changes nothing and is safe for concurrent use.
+func (c *Chain) Prefetch(item []byte) {
+	h1, h2 := bloom.RedisBloom64.Hash(item)
+	links := *c.links.Load()
+	links[len(links)-1].f.PrefetchHashed(h1, h2)
+}
+
+// manyAhead is how many items ahead of the one they work on AddMany and ExistsMany prefetch:
+// with k words per item, enough misses in flight to cover a memory latency.
+const manyAhead = 4
+
+// many calls each(i, h1, h2) for the hash of every item in order, until each returns false,
+// having first asked the CPU for the newest link's words of the item manyAhead further on.
+func (c *Chain) many(items [][]byte, each func(i int, h1, h2 uint64) bool) {
+	var ring [manyAhead][2]uint64
+	next := func(j int) {
+		h1, h2 := bloom.RedisBloom64.Hash(items[j])
+		ring[j%manyAhead] = [2]uint64{h1, h2}
+		links := *c.links.Load()
+		links[len(links)-1].f.PrefetchHashed(h1, h2)
+	}
+	for j := range min(manyAhead, len(items)) {
+		next(j)
+	}
+	for i := range items {
+		h := ring[i%manyAhead]
+		if j := i + manyAhead; j < len(items) {
+			next(j)
+		}
+		if !each(i, h[0], h[1]) {
+			return
+		}
+	}
+}
+
+// AddMany adds items in order, as Add called for each of them does, and calls fn with the
+// index and the result of each, stopping when fn returns false. The cache misses of consecutive
+// items overlap, which a filter larger than the CPU's cache makes much cheaper than calling Add
+// for each. It allocates nothing beyond what Add does; fn must not call back into the chain.
+func (c *Chain) AddMany(items [][]byte, fn func(i int, added bool, err error) bool) {
+	c.many(items, func(i int, h1, h2 uint64) bool {
+		added, err := c.addHashed(h1, h2)
+		return fn(i, added, err)
+	})
+}
+
+// ExistsMany calls fn with the index of each item, in order, and whether it may have been added,
+// as Exists reports it, overlapping the items' cache misses as AddMany does.
+func (c *Chain) ExistsMany(items [][]byte, fn func(i int, present bool)) {
+	c.many(items, func(i int, h1, h2 uint64) bool {
+		fn(i, c.existsHashed(h1, h2))
+		return true
+	})
 }
 
 // Card returns the number of items added (BF.CARD, BF.INFO "Number of items inserted"): the

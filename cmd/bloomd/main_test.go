@@ -4,7 +4,9 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
+	"io"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -269,5 +271,35 @@ func TestBloomdStartLog(t *testing.T) {
 		if !strings.Contains(log, want) {
 			t.Errorf("start-up log lacks %q:\n%s", want, log)
 		}
+	}
+}
+
+// TestDebugPort checks that --debug-port serves Go's profiles on loopback, says so in the log,
+// and that the port is off by default.
+func TestDebugPort(t *testing.T) {
+	bin := build(t)
+	off := start(t, bin, t.TempDir())
+	if line, err := roundTrip(off.addr, "CONFIG GET debug-port"); err != nil || line != "*2\r\n" {
+		t.Fatalf("CONFIG GET debug-port: %q, %v", line, err)
+	}
+	off.stop(t) // then its log is complete
+	if strings.Contains(off.stderr.String(), "pprof") {
+		t.Errorf("the debug port is on by default:\n%s", off.stderr)
+	}
+
+	port := freePort(t)
+	d := start(t, bin, t.TempDir(), "--debug-port", fmt.Sprint(port))
+	resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/debug/pprof/goroutine?debug=1", port))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), "goroutine profile:") {
+		t.Fatalf("GET /debug/pprof/goroutine: status %d\n%s", resp.StatusCode, body)
+	}
+	d.stop(t)
+	if want := fmt.Sprintf("127.0.0.1:%d/debug/pprof/", port); !strings.Contains(d.stderr.String(), want) {
+		t.Errorf("the log does not name %s:\n%s", want, d.stderr)
 	}
 }

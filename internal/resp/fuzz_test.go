@@ -39,6 +39,44 @@ func parseAllCommands(src io.Reader, unauth bool) parsed {
 	}
 }
 
+// parseAllPeeking is parseAllCommands with a Peek before each read whenever no peeked command is
+// pending; it fails t unless every command Peek announces is the next one read.
+func parseAllPeeking(t *testing.T, src io.Reader, unauth bool) parsed {
+	r := NewReader(src)
+	r.Limits = fuzzLimits
+	r.Unauthenticated = unauth
+	clone := func(args [][]byte) [][]byte {
+		cmd := make([][]byte, len(args))
+		for i, a := range args {
+			cmd[i] = bytes.Clone(a)
+		}
+		return cmd
+	}
+	var p parsed
+	var ahead [][][]byte
+	for {
+		if len(ahead) == 0 {
+			r.Peek(func(args [][]byte) bool { ahead = append(ahead, clone(args)); return true })
+		}
+		args, err := r.ReadCommand()
+		if err != nil {
+			if len(ahead) > 0 {
+				t.Fatalf("Peek announced %q, then the read failed: %v", ahead, err)
+			}
+			p.err = err.Error()
+			return p
+		}
+		cmd := clone(args)
+		if len(ahead) > 0 {
+			if !reflect.DeepEqual(ahead[0], cmd) {
+				t.Fatalf("Peek announced %q, then %q was read", ahead[0], cmd)
+			}
+			ahead = ahead[1:]
+		}
+		p.cmds = append(p.cmds, cmd)
+	}
+}
+
 // quoteInline writes args as one inline command that splitInline reads back exactly.
 func quoteInline(b []byte, args [][]byte) []byte {
 	for i, a := range args {
@@ -67,9 +105,13 @@ func quoteInline(b []byte, args [][]byte) []byte {
 func FuzzReadCommand(f *testing.F) {
 	f.Add([]byte("*2\r\n$3\r\nGET\r\n$1\r\nk\r\nPING\r\n"))
 	f.Add([]byte("set a \"b\\x00c\" 'd\\'e'\r\n"))
+	f.Add([]byte("*3\r\n$6\r\nBF.ADD\r\n$2\r\nbf\r\n$1\r\na\r\n*0\r\n*2\r\n$9\r\nBF.EXISTS\r\n$2\r\nbf\r\nPING\r\n*1\r\n$4\r\nPI"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		for _, unauth := range []bool{false, true} {
 			whole := parseAllCommands(bytes.NewReader(data), unauth)
+			if peeked := parseAllPeeking(t, bytes.NewReader(data), unauth); !reflect.DeepEqual(peeked, whole) {
+				t.Fatalf("unauth %v: reads after Peek give %q / %s, without %q / %s", unauth, peeked.cmds, peeked.err, whole.cmds, whole.err)
+			}
 			for _, src := range []io.Reader{iotest.OneByteReader(bytes.NewReader(data)), iotest.HalfReader(bytes.NewReader(data))} {
 				if split := parseAllCommands(src, unauth); !reflect.DeepEqual(split, whole) {
 					t.Fatalf("unauth %v: split reads give %q / %s, whole gives %q / %s", unauth, split.cmds, split.err, whole.cmds, whole.err)

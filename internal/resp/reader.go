@@ -280,6 +280,26 @@ func (r *Reader) ReadBuffered() ([][]byte, error) {
 	}
 }
 
+// Peek calls fn with each complete request buffered ahead, in order, without consuming any: the
+// reads that follow return them as if Peek had not been called. It stops when fn returns false,
+// at the first request that is incomplete, inline or malformed (the reads report those), and
+// when a request is partly consumed already. args and its elements are valid only during the
+// call. A server uses it to prepare for a pipelined batch before running it.
+func (r *Reader) Peek(fn func(args [][]byte) bool) {
+	if r.want >= 0 {
+		return
+	}
+	start, scanLine, scanTo := r.start, r.scanLine, r.scanTo
+	for r.start < r.end && r.buf[r.start] == '*' {
+		done, err := r.parseRequest()
+		if err != nil || !done || len(r.args) > 0 && !fn(r.args) {
+			break
+		}
+	}
+	r.start, r.want, r.scanLine, r.scanTo = start, -1, scanLine, scanTo
+	r.spans, r.args = r.spans[:0], r.args[:0]
+}
+
 // ReadCommand reads the next request: an array of bulk strings, or an inline command (a line of
 // space-separated words, quoted like redis-cli's input). Empty requests (an empty line, "*0",
 // "*-1") are skipped. The returned slice and the byte slices in it are owned by the Reader and

@@ -86,15 +86,32 @@ func BenchmarkServerBFExists(b *testing.B) {
 	}
 }
 
-// TestHotPathAllocs checks that a pipelined batch of BF.ADD and BF.EXISTS on an existing filter
-// allocates nothing in the server: reading, lookup, the filter, and the replies.
+// TestHotPathAllocs checks that a pipelined batch of BF.ADD, BF.EXISTS, BF.MADD, BF.MEXISTS and
+// BF.INSERT on an existing filter allocates nothing in the server: reading, lookup, the filter,
+// and the replies.
 func TestHotPathAllocs(t *testing.T) {
 	s := startServer(t, nil)
 	s.Exec([]byte("BF.RESERVE"), []byte("bf"), []byte("0.01"), []byte("100000"))
 	var in []byte
+	cmds := 0
 	for i := range 16 {
 		in = resp.AppendCommand(in, []byte("BF.ADD"), []byte("bf"), []byte(strconv.Itoa(i)))
 		in = resp.AppendCommand(in, []byte("bf.exists"), []byte("bf"), []byte(strconv.Itoa(i)))
+		cmds += 2
+	}
+	var items [][]byte
+	for i := range 10 {
+		items = append(items, []byte(strconv.Itoa(100+i)))
+	}
+	for _, cmd := range [][][]byte{
+		append([][]byte{[]byte("BF.MADD"), []byte("bf")}, items...),
+		append([][]byte{[]byte("BF.MEXISTS"), []byte("bf")}, items...),
+		append([][]byte{[]byte("BF.INSERT"), []byte("bf"), []byte("ITEMS")}, items...),
+		append([][]byte{[]byte("BF.INSERT"), []byte("bf"), []byte("NOCREATE"), []byte("ITEMS")}, items[:3]...),
+		append([][]byte{[]byte("BF.MEXISTS"), []byte("bf")}, items[:1]...),
+	} {
+		in = resp.AppendCommand(in, cmd...)
+		cmds++
 	}
 	rw := &loopConn{in: in}
 	c := s.newConn(rw)
@@ -103,7 +120,7 @@ func TestHotPathAllocs(t *testing.T) {
 		rw.off = 0
 		rw.out.Reset()
 		c.rd.Reset(rw)
-		for range 32 {
+		for range cmds {
 			args, err := c.rd.ReadCommand()
 			if err != nil {
 				t.Fatal(err)
@@ -115,8 +132,11 @@ func TestHotPathAllocs(t *testing.T) {
 		}
 	}
 	run()
+	if bytes.Contains(rw.out.Bytes(), []byte("-")) {
+		t.Fatalf("a command of the batch failed: %q", rw.out.Bytes())
+	}
 	if a := testing.AllocsPerRun(100, run); a != 0 {
-		t.Fatalf("a batch of 32 commands allocates %v times", a)
+		t.Fatalf("a batch of %d commands allocates %v times", cmds, a)
 	}
 	if rw.writes != 102 { // run above, AllocsPerRun's warm-up run, and 100 runs
 		t.Fatalf("%d writes for 102 batches; want one per batch", rw.writes)
@@ -149,8 +169,8 @@ func (l *loopConn) SetReadDeadline(time.Time) error {
 	return nil
 }
 
-// TestLoopAllocs checks that an event loop serving pipelined BF.ADD and BF.EXISTS allocates
-// nothing per request (measured over the whole process; the client side allocates nothing).
+// TestLoopAllocs checks that an event loop serving pipelined BF.ADD, BF.EXISTS, BF.MADD,
+// BF.MEXISTS and BF.INSERT (and preparing each batch's filter memory) allocates nothing per request (measured over the whole process; the client side allocates nothing).
 func TestLoopAllocs(t *testing.T) {
 	if !loopsSupported {
 		t.Skip("no event loops on this system")
@@ -167,7 +187,15 @@ func TestLoopAllocs(t *testing.T) {
 		batch = resp.AppendCommand(batch, []byte("BF.ADD"), []byte("bf"), []byte(strconv.Itoa(i)))
 		batch = resp.AppendCommand(batch, []byte("BF.EXISTS"), []byte("bf"), []byte(strconv.Itoa(i)))
 	}
-	reply := make([]byte, 32*4)
+	items := make([][]byte, 10)
+	for i := range items {
+		items[i] = []byte(strconv.Itoa(100 + i))
+	}
+	for _, name := range []string{"BF.MADD", "BF.MEXISTS"} {
+		batch = resp.AppendCommand(batch, append([][]byte{[]byte(name), []byte("bf")}, items...)...)
+	}
+	batch = resp.AppendCommand(batch, append([][]byte{[]byte("BF.INSERT"), []byte("bf"), []byte("ITEMS")}, items...)...)
+	reply := make([]byte, 32*4+3*(5+10*4)) // 32 integers, 3 arrays of 10
 	round := func(n int) {
 		for range n {
 			if _, err := nc.Write(batch); err != nil {
@@ -179,11 +207,14 @@ func TestLoopAllocs(t *testing.T) {
 		}
 	}
 	round(100)
+	if bytes.Contains(reply, []byte("-")) || reply[len(reply)-1] != '\n' {
+		t.Fatalf("unexpected replies: %q", reply)
+	}
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
 	round(1000)
 	runtime.ReadMemStats(&after)
 	if n := after.Mallocs - before.Mallocs; n > 200 {
-		t.Fatalf("%d allocations for 32000 requests", n)
+		t.Fatalf("%d allocations for 35000 requests", n)
 	}
 }

@@ -62,6 +62,10 @@ type Config struct {
 	// goroutine per connection, as TLS connections and other systems always have).
 	EventLoops int
 
+	// DebugPort (debug-port), if not 0, is a port on 127.0.0.1 where bloomd serves Go's
+	// profiles (net/http/pprof; see internal/debugport).
+	DebugPort int
+
 	// ignored holds a warning for each redis.conf setting that means nothing to bloomd and
 	// was accepted (see redisOnly); Run logs them.
 	ignored []string
@@ -157,6 +161,7 @@ var params = []param{
 		c.ProtoMaxBulkLen = n
 		return nil
 	}},
+	{"debug-port", false, func(c *Config) string { return strconv.Itoa(c.DebugPort) }, intParam(func(c *Config) *int { return &c.DebugPort }, 0, 65535)},
 	{"io-threads", false, func(c *Config) string { return strconv.Itoa(c.EventLoops) }, intParam(func(c *Config) *int { return &c.EventLoops }, -1, 128)},
 	// Durability. appendonly and the file names are fixed once the files are open; the
 	// others apply to the store at once (see Server.applyPersist).

@@ -412,6 +412,10 @@ func (lp *loop) readable(c *Conn, now time.Time) {
 	}
 }
 
+// prefetchMinBytes is the buffered input from which process prepares the filters' memory for the
+// batch (prefetchBatch): about two BF.ADD requests.
+const prefetchMinBytes = 80
+
 // process runs the complete requests in c's buffer, until it is empty, a reply could not be
 // written whole (c.out), or the connection is closing.
 func (lp *loop) process(c *Conn) {
@@ -422,6 +426,9 @@ func (lp *loop) process(c *Conn) {
 			lp.markDirty(c)
 		}
 	}()
+	if c.rd.Buffered() >= prefetchMinBytes {
+		c.prefetchBatch()
+	}
 	for len(c.out) == 0 && !c.closing && !c.blocked {
 		args, err := c.rd.ReadBuffered()
 		if err != nil {

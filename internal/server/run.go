@@ -7,10 +7,10 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"runtime/pprof"
 	"strings"
 	"time"
 
+	"github.com/bloomd/bloom/internal/debugport"
 	"github.com/bloomd/bloom/internal/persist"
 	"github.com/bloomd/bloom/internal/protected"
 )
@@ -47,6 +47,7 @@ warning each):
   --proto-max-bulk-len n   longest bulk string in a request (default 512mb)
   --io-threads n           event loops serving plain TCP clients on Linux (default 0: one
                            per core but one; -1: a goroutine per connection instead)
+  --debug-port n           serve Go's profiles (net/http/pprof) on 127.0.0.1:n (default 0: off)
 
 Durability (files in --dir; see README.md):
   --appendonly yes|no      log every write before acknowledging it (default yes)
@@ -104,23 +105,19 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err := s.openStore(); err != nil {
 		return err
 	}
+	if cfg.DebugPort != 0 {
+		dbg, err := debugport.Start(cfg.DebugPort)
+		if err != nil {
+			return fmt.Errorf("server: debug-port: %w", err)
+		}
+		defer dbg.Close()
+		s.log.Info("serving Go profiles (net/http/pprof) on the debug port", "addr", dbg.Addr().String()+"/debug/pprof/")
+	}
 	if err := s.Listen(); err != nil {
 		return err
 	}
 	for _, a := range s.Addrs() {
 		s.log.Info("listening; loading the data files", "addr", a.String())
-	}
-	if path := os.Getenv("BLOOMD_CPUPROFILE"); path != "" {
-		// For profiling the hot path under redis-benchmark: a CPU profile of the whole run.
-		f, err := os.Create(path)
-		if err != nil {
-			return fmt.Errorf("server: BLOOMD_CPUPROFILE: %w", err)
-		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return fmt.Errorf("server: BLOOMD_CPUPROFILE: %w", err)
-		}
-		defer pprof.StopCPUProfile()
 	}
 	served := make(chan error, 1)
 	go func() { served <- s.Serve() }()
