@@ -21,7 +21,8 @@ type InfoProvider interface {
 	AppendInfo(b []byte, section string) []byte
 }
 
-var infoSections = []string{"server", "clients", "memory", "persistence", "stats", "modules", "keyspace"}
+var infoSections = []string{"server", "clients", "memory", "persistence", "stats", "cpu", "modules",
+	"commandstats", "errorstats", "latencystats", "keyspace"}
 
 func infoCmd(c *Conn, args [][]byte) {
 	want := map[string]bool{}
@@ -29,7 +30,7 @@ func infoCmd(c *Conn, args [][]byte) {
 		switch s := strings.ToLower(string(a)); s {
 		case "all", "everything", "default":
 			for _, n := range infoSections {
-				want[n] = true
+				want[n] = want[n] || s != "default" || !infoNotDefault[n]
 			}
 		default:
 			want[s] = true
@@ -37,7 +38,7 @@ func infoCmd(c *Conn, args [][]byte) {
 	}
 	if len(args) == 1 {
 		for _, n := range infoSections {
-			want[n] = true
+			want[n] = !infoNotDefault[n]
 		}
 	}
 	var b []byte
@@ -90,17 +91,34 @@ func (s *Server) appendInfo(b []byte, sec string, c *Conn) []byte {
 	case "clients":
 		b = append(b, "# Clients\r\n"...)
 		b = field(b, "connected_clients", s.clients.Load())
+		b = field(b, "cluster_connections", 0)
 		b = field(b, "maxclients", cfg.MaxClients)
+		b = field(b, "client_recent_max_input_buffer", 0)
+		b = field(b, "client_recent_max_output_buffer", 0)
 		b = field(b, "blocked_clients", 0)
+		b = field(b, "tracking_clients", 0)
+		b = field(b, "clients_in_timeout_table", 0)
 	case "memory":
 		used := s.ks.used.Load()
 		b = append(b, "# Memory\r\n"...)
 		b = field(b, "used_memory", used)
 		b = field(b, "used_memory_human", humanBytes(used))
-		b = field(b, "used_memory_dataset", used)
 		rss := processMemory()
 		b = field(b, "used_memory_rss", rss)
 		b = field(b, "used_memory_rss_human", humanBytes(rss))
+		peak := max(s.peakMem.Load(), used)
+		b = field(b, "used_memory_peak", peak)
+		b = field(b, "used_memory_peak_human", humanBytes(peak))
+		b = field(b, "used_memory_startup", 0)
+		b = field(b, "used_memory_dataset", used)
+		b = field(b, "used_memory_lua", 0)
+		b = field(b, "used_memory_scripts", 0)
+		frag := 0.0
+		if used > 0 {
+			frag = float64(rss) / float64(used)
+		}
+		b = fmt.Appendf(b, "mem_fragmentation_ratio:%.2f\r\n", frag)
+		b = field(b, "mem_allocator", "go")
 		b = field(b, "total_system_memory", systemMemory())
 		b = field(b, "total_system_memory_human", humanBytes(systemMemory()))
 		b = field(b, "maxmemory", cfg.MaxMemory)
@@ -123,16 +141,20 @@ func (s *Server) appendInfo(b []byte, sec string, c *Conn) []byte {
 		}
 	case "stats":
 		c.publish()
-		cmds := s.stats.commands.Load()
-		for _, o := range s.clientList() {
-			cmds += o.ncmds.Load()
-		}
 		b = append(b, "# Stats\r\n"...)
 		b = field(b, "total_connections_received", s.stats.conns.Load())
-		b = field(b, "total_commands_processed", cmds)
+		b = field(b, "total_commands_processed", s.totalCommands())
+		b = field(b, "instantaneous_ops_per_sec", s.opsRing.opsPerSec())
 		b = field(b, "rejected_connections", s.stats.rejected.Load())
 		b = field(b, "expired_keys", s.stats.expired.Load())
 		b = field(b, "evicted_keys", 0)
+		b = field(b, "evicted_clients", 0)
+		b = field(b, "keyspace_hits", 0)
+		b = field(b, "keyspace_misses", 0)
+		b = field(b, "pubsub_channels", 0)
+		b = field(b, "pubsub_patterns", 0)
+		b = field(b, "total_error_replies", s.mstats.ErrorReplies())
+		b = field(b, "total_rejected_calls", s.mstats.RejectedCalls())
 		b = field(b, "oom_rejections", s.stats.oom.Load())
 	case "modules":
 		b = append(b, "# Modules\r\n"...)
@@ -140,8 +162,17 @@ func (s *Server) appendInfo(b []byte, sec string, c *Conn) []byte {
 	case "keyspace":
 		b = append(b, "# Keyspace\r\n"...)
 		if keys, vol := s.ks.count(); keys > 0 {
-			b = fmt.Appendf(b, "db0:keys=%d,expires=%d,avg_ttl=0\r\n", keys, vol)
+			var ttl int64
+			if vol > 0 {
+				ttl = s.ks.avgTTL()
+			}
+			b = fmt.Appendf(b, "db0:keys=%d,expires=%d,avg_ttl=%d\r\n", keys, vol, ttl)
 		}
+	case "commandstats", "errorstats", "latencystats", "cpu":
+		if sec == "commandstats" || sec == "latencystats" {
+			c.publish()
+		}
+		b = s.appendStatsInfo(b, sec)
 	}
 	if ip, ok := s.journal.(InfoProvider); ok && sec != "persistence" {
 		b = ip.AppendInfo(b, sec)
@@ -236,6 +267,9 @@ func configResetStatCmd(c *Conn, args [][]byte) {
 	for _, o := range s.clientList() {
 		o.ncmds.Store(0)
 	}
+	c.statCalls, c.statNs = 0, 0
+	s.mstats.Reset()
+	s.peakMem.Store(s.ks.used.Load())
 	c.w.OK()
 }
 

@@ -73,6 +73,14 @@ type Conn struct {
 	pendingCmds int64
 	publishedAt int64 // unix ms; event loops publish periodically
 
+	// Per-command statistics summed here and added to statCmd's when the command changes or
+	// the batch is published (see account).
+	statCmd           *Command
+	statCalls, statNs int64
+	errs              int64         // error replies written, to tell a failed call
+	cflags            atomic.Uint32 // clientMonitor, clientNoEvict, clientNoTouch: CLIENT INFO's flags
+	monitor           *monitor      // set by MONITOR, under Server.monMu
+
 	ncmds      atomic.Int64
 	lastActive atomic.Int64 // unix ms
 	cur        atomic.Pointer[Command]
@@ -109,6 +117,7 @@ func (s *Server) initConn(c *Conn, src io.Reader) *Conn {
 	c.rd.Limits.MaxBulk = int(s.maxBulk.Load())
 	c.w = resp.NewWriter(c.nc)
 	c.w.Proto = 2
+	c.w.OnError = c.onError
 	c.proto.Store(2)
 	c.lastActive.Store(c.created.UnixMilli())
 	c.authed = *s.requirepass.Load() == ""
@@ -185,6 +194,7 @@ func (c *Conn) readFailed(err error) {
 // acknowledged unless it is durable.
 // publish makes the batch's statistics visible to other connections.
 func (c *Conn) publish() {
+	c.flushStats()
 	if c.pendingCmds > 0 {
 		c.ncmds.Add(c.pendingCmds)
 		c.cur.Store(c.lastRun)
@@ -296,27 +306,28 @@ func (c *Conn) execute(args [][]byte) {
 	}
 	cmd := c.lookup(args[0])
 	if cmd == nil {
+		c.srv.mstats.Rejected()
 		c.reject(unknownCommand(args))
 		return
 	}
 	if cmd.Subcommands != nil && (len(args) >= 2 || cmd.Handler == nil) {
 		if len(args) < 2 {
-			c.reject(arityError(cmd.Name))
+			c.rejectCmd(cmd, arityError(cmd.Name))
 			return
 		}
 		sub := cmd.Subcommands[strings.ToLower(string(args[1]))]
 		if sub == nil {
-			c.reject("ERR unknown subcommand '" + cString(args[1], 128) + "'. Try " + strings.ToUpper(cmd.Name) + " HELP.")
+			c.rejectCmd(cmd, "ERR unknown subcommand '"+cString(args[1], 128)+"'. Try "+strings.ToUpper(cmd.Name)+" HELP.")
 			return
 		}
 		cmd = sub
 	}
 	if cmd.Flags&FlagModule == 0 && !cmd.arityOK(len(args)) {
-		c.reject(arityError(cmd.Name))
+		c.rejectCmd(cmd, arityError(cmd.Name))
 		return
 	}
 	if !c.authed && cmd.Flags&FlagNoAuth == 0 {
-		c.reject(errNoAuth)
+		c.rejectCmd(cmd, errNoAuth)
 		return
 	}
 	if c.multi != nil && cmd.Flags&FlagNoMulti == 0 {
@@ -324,6 +335,61 @@ func (c *Conn) execute(args [][]byte) {
 		return
 	}
 	c.call(cmd, args)
+}
+
+// rejectCmd is reject for a known command, counted in its rejected_calls.
+func (c *Conn) rejectCmd(cmd *Command, msg string) {
+	cmd.stats.Reject()
+	c.srv.mstats.Rejected()
+	c.reject(msg)
+}
+
+// onError counts an error reply (Writer.OnError).
+func (c *Conn) onError(msg string) {
+	c.errs++
+	c.srv.mstats.Error(msg)
+}
+
+// account records a call of cmd that started at start, when the connection had written errs
+// error replies: its time in the connection's sums and the command's histogram, its failure,
+// and the slow log and latency monitor when it was slow. Calls and time reach the command's
+// shared counters in flushStats, so a stream of one command costs one atomic add per call (the
+// histogram's).
+func (c *Conn) account(cmd *Command, args [][]byte, start time.Time, errs int64) {
+	ns := int64(time.Since(start))
+	if cmd != c.statCmd {
+		c.flushStats()
+		c.statCmd = cmd
+	}
+	c.statCalls++
+	c.statNs += ns
+	st := cmd.stats
+	st.Observe(ns)
+	if c.errs != errs {
+		st.Fail()
+	}
+	m := c.srv.mstats
+	if m.SlowLog.Slow(ns) {
+		c.infoMu.Lock()
+		name := c.name
+		c.infoMu.Unlock()
+		m.SlowLog.Add(ns, args, c.addr, name)
+	}
+	if m.Latency.Spike(ns) {
+		event := "command"
+		if cmd.Flags&FlagFast != 0 {
+			event = "fast-command"
+		}
+		m.Latency.Add(event, ns)
+	}
+}
+
+// flushStats adds the connection's sums for its current command to the command's statistics.
+func (c *Conn) flushStats() {
+	if c.statCalls > 0 {
+		c.statCmd.stats.Add(c.statCalls, c.statNs)
+		c.statCalls, c.statNs = 0, 0
+	}
 }
 
 // reject answers an error for a command that was not run, and spoils an open transaction, as
@@ -338,22 +404,31 @@ func (c *Conn) reject(msg string) {
 // call runs a command that passed the table's checks.
 func (c *Conn) call(cmd *Command, args [][]byte) {
 	if cmd.Flags&FlagModule != 0 && !cmd.arityOK(len(args)) {
+		cmd.stats.Reject()
+		c.srv.mstats.Rejected()
 		c.w.Error(arityError(cmd.Name))
 		return
 	}
 	if cmd.Flags&FlagLoading == 0 && c.srv.dataLoading.Load() && c != c.srv.internal {
-		c.reject(errLoading)
+		c.rejectCmd(cmd, errLoading)
 		return
 	}
 	if cmd.Flags&FlagDenyOOM != 0 {
 		if m := c.srv.maxmemory.Load(); m > 0 && c.srv.ks.used.Load() > m && !c.srv.ks.loading.Load() {
 			c.srv.stats.oom.Add(1)
+			cmd.stats.Reject()
+			c.srv.mstats.Rejected()
 			c.w.Error(errOOM)
 			return
 		}
 	}
 	c.lastRun = cmd
 	c.pendingCmds++
+	if c.srv.monitors.Load() > 0 {
+		c.srv.feedMonitors(c, args)
+	}
+	start, errs := time.Now(), c.errs
+	defer c.account(cmd, args, start, errs)
 	switch {
 	case c.inExclusive:
 		cmd.Handler(c, args)

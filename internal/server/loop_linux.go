@@ -36,6 +36,7 @@ type loop struct {
 
 	mu       sync.Mutex
 	incoming []*Conn
+	monitors []*monitor // MONITOR connections of this loop with output waiting
 	stopping bool
 	stopSeen bool // loop goroutine only
 
@@ -265,8 +266,16 @@ func (lp *loop) control(now time.Time) {
 	lp.mu.Lock()
 	in := lp.incoming
 	lp.incoming = nil
+	mons := lp.monitors
+	lp.monitors = nil
 	stopping := lp.stopping
 	lp.mu.Unlock()
+	for _, m := range mons {
+		if c := m.c; lp.conn(c.fd) == c {
+			c.w.Raw(m.take())
+			lp.markDirty(c)
+		}
+	}
 	for _, c := range in {
 		ev := syscall.EpollEvent{Events: syscall.EPOLLIN | syscall.EPOLLRDHUP, Fd: int32(c.fd)}
 		if err := syscall.EpollCtl(lp.epfd, syscall.EPOLL_CTL_ADD, c.fd, &ev); err != nil {
@@ -588,4 +597,12 @@ func (s *Server) startLoops(n int) error {
 		go lp.run()
 	}
 	return nil
+}
+
+// notifyMonitor asks the loop to write m's feed (see Server.feedMonitors).
+func (lp *loop) notifyMonitor(m *monitor) {
+	lp.mu.Lock()
+	lp.monitors = append(lp.monitors, m)
+	lp.mu.Unlock()
+	lp.wake()
 }

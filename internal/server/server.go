@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/bloomd/bloom/internal/metrics"
 	"github.com/bloomd/bloom/internal/persist"
 )
 
@@ -50,6 +51,12 @@ type Server struct {
 	stats struct {
 		conns, rejected, commands, expired, oom, panics atomic.Int64
 	}
+	mstats   *metrics.Stats // per command and error, slow log, latency monitor (cmd_stats.go)
+	monitors atomic.Int32   // connections in MONITOR mode
+	monMu    sync.Mutex
+	monList  []*monitor
+	peakMem  atomic.Int64
+	opsRing  opsSampler
 	loops    []*loop       // event loops for plain TCP connections (Linux)
 	nextLoop atomic.Uint32 // round robin over loops
 	started  time.Time
@@ -77,6 +84,7 @@ func New(cfg Config) (*Server, error) {
 		conns:   make(map[*Conn]struct{}),
 		started: time.Now(),
 		done:    make(chan struct{}),
+		mstats:  metrics.NewStats(),
 
 		shutdownReq: make(chan bool, 1),
 	}
@@ -96,6 +104,8 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.ks.exclusive = s.gate.excl.Load
 	registerCommands(s.mux)
+	registerStatsCommands(s.mux)
+	s.attachStats()
 	if loopsSupported {
 		if err := s.startLoops(cfg.EventLoops); err != nil {
 			return nil, fmt.Errorf("server: event loops: %w", err)
@@ -116,6 +126,9 @@ func (s *Server) applyConfig(c *Config) {
 	s.timeout.Store(int64(c.Timeout) * int64(time.Second))
 	s.maxBulk.Store(c.ProtoMaxBulkLen)
 	s.level.Set(logLevels[c.LogLevel])
+	s.mstats.SlowLog.SetThreshold(c.SlowlogLogSlowerThan)
+	s.mstats.SlowLog.SetMaxLen(int64(c.SlowlogMaxLen))
+	s.mstats.Latency.SetThreshold(c.LatencyMonitorThreshold)
 }
 
 // config returns a copy of the current settings.
@@ -391,6 +404,7 @@ func (s *Server) cron() {
 			return
 		case <-t.C:
 		}
+		s.statsTick(time.Now())
 		// Like Redis's active expiry: sample 20 keys with an expiry per shard, and go on
 		// while a quarter of a sample was expired, for at most 25 ms; then remove what was
 		// found, in one exclusive section.
@@ -483,6 +497,7 @@ func (s *Server) removeConn(c *Conn) {
 	s.connsMu.Lock()
 	delete(s.conns, c)
 	s.connsMu.Unlock()
+	s.stopMonitor(c)
 	s.stats.commands.Add(c.ncmds.Load())
 }
 
