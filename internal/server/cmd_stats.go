@@ -100,6 +100,8 @@ func registerStatsCommands(mx *Mux) {
 	sub(memory, "doctor", 2, 0, "Outputs a memory problems report.", func(c *Conn, _ [][]byte) {
 		c.w.Verbatim("Hi Sam, I can't find any memory issue in your instance. I can only account for what occurs on this base.")
 	})
+	mx.Handle(&Command{Name: "strlen", Arity: 2, Flags: FlagReadonly | f, FirstKey: 1, LastKey: 1, Step: 1, Since: "2.2.0",
+		Group: "string", Summary: "Returns the length of a string value.", Handler: strlenCmd})
 	client := mx.m["client"]
 	sub(client, "no-evict", 3, a|ls|f, "Sets the client eviction mode of the connection.", clientFlagCmd(clientNoEvict))
 	sub(client, "no-touch", 3, ls|f, "Controls whether commands sent by the client affect the LRU/LFU of accessed keys.", clientFlagCmd(clientNoTouch))
