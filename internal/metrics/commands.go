@@ -30,6 +30,9 @@ func (c *Command) Add(calls, ns int64) {
 // Observe records one call's duration in the command's latency histogram.
 func (c *Command) Observe(ns int64) { c.hist.Observe(ns) }
 
+// ObserveN records n calls of ns nanoseconds each: a timed call standing for untimed ones.
+func (c *Command) ObserveN(ns, n int64) { c.hist.ObserveN(ns, n) }
+
 // Reject records a call refused before it ran (unknown arguments count, authentication, memory).
 func (c *Command) Reject() { c.rejected.Add(1) }
 

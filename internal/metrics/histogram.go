@@ -44,6 +44,9 @@ func upper(i int) int64 {
 // Observe counts one duration of ns nanoseconds.
 func (h *Histogram) Observe(ns int64) { h.b[bucket(ns)].Add(1) }
 
+// ObserveN counts n durations of ns nanoseconds.
+func (h *Histogram) ObserveN(ns, n int64) { h.b[bucket(ns)].Add(n) }
+
 // Reset empties the histogram. Observations made while it runs may survive it.
 func (h *Histogram) Reset() {
 	for i := range h.b {
