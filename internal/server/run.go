@@ -36,6 +36,13 @@ BF.* commands. Settings use redis.conf names, in the config file or as flags:
   --logfile path           log file (default: standard error)
   --proto-max-bulk-len n   longest bulk string in a request (default 512mb)
 
+Monitoring (see README.md):
+  --metrics-port n         HTTP port of Prometheus's /metrics and a status page (default 0: off)
+  --metrics-bind addr      its address (default 127.0.0.1)
+  --metrics-filter-pattern glob   filters with series of their own (default none)
+  --metrics-max-filters n  at most this many of them, the largest (default 1000)
+  --slowlog-log-slower-than us, --slowlog-max-len n, --latency-monitor-threshold ms
+
 Durability (files in --dir; see README.md):
   --appendonly yes|no      log every write before acknowledging it (default yes)
   --appendfsync policy     always (fsync before each reply, group-committed), everysec
@@ -94,6 +101,15 @@ func Run(ctx context.Context, args []string, out io.Writer) error {
 	}
 	for _, a := range s.Addrs() {
 		s.log.Info("listening; loading the data files", "addr", a.String())
+	}
+	mln, err := s.listenMetrics()
+	if err != nil {
+		s.Shutdown(context.Background())
+		return fmt.Errorf("server: metrics-port: %w", err)
+	}
+	if mln != nil {
+		s.ServeMetrics(mln)
+		s.log.Info("serving /metrics and the page", "addr", "http://"+mln.Addr().String()+"/")
 	}
 	if path := os.Getenv("BLOOMD_CPUPROFILE"); path != "" {
 		// For profiling the hot path under redis-benchmark: a CPU profile of the whole run.
