@@ -2,9 +2,9 @@ package server
 
 import (
 	"container/heap"
-	"sort"
 	"net"
 	"net/http"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
