@@ -164,21 +164,25 @@ func LoadHeader(data []byte, opts *Options) (*Chain, error) {
 			return nil, fmt.Errorf("%w: sub-filter item counts overflow", ErrBadData)
 		}
 		sum += h.size
-		memory += linkOverhead + h.bytes // at most 2048·(64 + 2^53): no overflow
+		// At most 2048·(64 + 2^53), which can pass 2^64: saturate, so the hook and the
+		// memory check see a size too large rather than a wrapped small one.
+		memory = min(memory, math.MaxUint64-linkOverhead-h.bytes) + linkOverhead + h.bytes
 		links[i] = h
 	}
 	if sum != total {
 		return nil, fmt.Errorf("%w: header counts %d items, its sub-filters %d", ErrBadData, total, sum)
 	}
-	if err := bloom.CheckAlloc(memory); err != nil {
-		return nil, fmt.Errorf("redisbloom: loading a header of %d sub-filters: %w", nfilters, err)
-	}
 	c := &Chain{growth: growth, options: options}
 	if opts != nil && opts.Reserve != nil {
+		// The hook first: its refusal says more (what limit, how much is in use) than the
+		// check against the machine's memory below.
 		c.reserve = opts.Reserve
 		if err := c.reserve(memory); err != nil {
 			return nil, err
 		}
+	}
+	if err := bloom.CheckAlloc(memory); err != nil {
+		return nil, fmt.Errorf("redisbloom: loading a header of %d sub-filters: %w", nfilters, err)
 	}
 	chain := make([]*link, nfilters)
 	for i, h := range links {

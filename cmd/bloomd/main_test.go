@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -58,9 +59,17 @@ type daemon struct {
 // start runs bin on a free port with its data files in dir and waits until it answers PING.
 func start(t *testing.T, bin, dir string, args ...string) *daemon {
 	t.Helper()
+	return startWrapped(t, nil, bin, dir, args...)
+}
+
+// startWrapped is start with bin run by a wrapper command (such as prlimit) given as its
+// argv, which ends in the argument that precedes bin.
+func startWrapped(t *testing.T, wrapper []string, bin, dir string, args ...string) *daemon {
+	t.Helper()
 	port := freePort(t)
 	d := &daemon{addr: fmt.Sprintf("127.0.0.1:%d", port), stderr: new(bytes.Buffer), exited: make(chan error, 1)}
-	d.cmd = exec.Command(bin, append([]string{"--port", fmt.Sprint(port), "--dir", dir}, args...)...)
+	argv := append(append(slices.Clone(wrapper), bin, "--port", fmt.Sprint(port), "--dir", dir), args...)
+	d.cmd = exec.Command(argv[0], argv[1:]...)
 	d.cmd.Stderr = d.stderr
 	if err := d.cmd.Start(); err != nil {
 		t.Fatal(err)

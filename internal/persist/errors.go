@@ -14,6 +14,11 @@ var (
 	// ErrRewriteInProgress reports a log rewrite asked for while one is being written.
 	ErrRewriteInProgress = errors.New("persist: a log rewrite is already being written")
 
+	// ErrNoMemory reports data files that do not fit in the memory the process may use: the
+	// keyspace refused a filter of the snapshot, or a logged command, for lack of memory.
+	// Load stops at once and has changed no file.
+	ErrNoMemory = errors.New("persist: the data does not fit in the memory bloomd may use")
+
 	// ErrClosed reports a use of a Store after Close.
 	ErrClosed = errors.New("persist: store closed")
 )

@@ -117,7 +117,8 @@ func headerAt(ch *redisbloom.Chain, links int, count uint64) ([]byte, error) {
 // A Sink receives the keys of a snapshot being read.
 type Sink interface {
 	// Filter makes the filter at key from a BF.SCANDUMP header (with zeroed bits, which the
-	// reader then loads), as BF.LOADCHUNK does; its errors stop the load.
+	// reader then loads), as BF.LOADCHUNK does; its errors stop the load (wrapping
+	// ErrNoMemory when the filter does not fit in memory).
 	Filter(key []byte, expire int64, header []byte) (*redisbloom.Chain, error)
 	// String sets key to value. value is the reader's: keep it, it is not reused.
 	String(key, value []byte, expire int64) error

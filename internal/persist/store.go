@@ -31,10 +31,11 @@ type Keyspace interface {
 	// Capture returns every key, with each filter's header as of now; it is called only
 	// inside Pause.
 	Capture() []Item
-	// SetLoading switches loading mode, in which keys do not expire, memory limits other
-	// than the machine's do not apply, and adds are replayed as new (redisbloom.AddNew).
+	// SetLoading switches loading mode, in which keys do not expire, maxmemory does not apply
+	// (the limits of the process still do), and adds are replayed as new (redisbloom.AddNew).
 	SetLoading(on bool)
-	// Exec runs one command and returns its RESP2 reply.
+	// Exec runs one command and returns its RESP2 reply. A reply that is Redis's OOM error or
+	// begins "-ERR Insufficient memory" stops the load with ErrNoMemory.
 	Exec(args ...[]byte) []byte
 }
 
@@ -428,6 +429,9 @@ func (st *Store) replay(seq uint64, last, checkLineage bool) (int, int64, error)
 	)
 	exec := func(off int64, argv [][]byte) {
 		reply := st.ks.Exec(argv...)
+		if failed == nil && isNoMemory(reply) {
+			failed = fmt.Errorf("%w: %s: the record at byte offset %d (%s) cannot be replayed for lack of memory: %s", ErrNoMemory, path, off, describe(argv), strings.TrimSpace(string(reply[1:])))
+		}
 		if len(reply) > 0 && reply[0] == '-' && failed == nil {
 			failed = fmt.Errorf("persist: %s: the record at byte offset %d (%s) fails on replay: %s; the log does not fit the data before it. Restore the files from a backup", path, off, describe(argv), strings.TrimSpace(string(reply[1:])))
 		}
@@ -482,6 +486,12 @@ func (st *Store) replay(seq uint64, last, checkLineage bool) (int, int64, error)
 		end = txOff
 	}
 	return sc.Records(), end, nil
+}
+
+// isNoMemory reports whether a reply is the keyspace refusing a command for lack of memory:
+// Redis's OOM error, or RedisBloom's "Insufficient memory".
+func isNoMemory(reply []byte) bool {
+	return bytes.HasPrefix(reply, []byte("-OOM ")) || bytes.HasPrefix(reply, []byte("-ERR Insufficient memory"))
 }
 
 // describe renders a record for an error message.
@@ -862,6 +872,9 @@ func (st *Store) Close(save bool) error {
 		return ErrClosed
 	}
 	if !st.loaded.Load() {
+		if st.lock != nil {
+			st.lock.Close() // a failed Load: let a later Load (with more memory) take the files
+		}
 		return nil
 	}
 	close(st.stop)

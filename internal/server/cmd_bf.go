@@ -3,6 +3,7 @@ package server
 import (
 	"errors"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -32,7 +33,8 @@ type bloomValue struct {
 	mem atomic.Int64
 }
 
-// errReserve is what the Reserve hook returns when the memory limit refuses an allocation.
+// errReserve matches what the Reserve hook returns when the memory limit refuses an allocation
+// (a *memRefusal, which says how much and why).
 var errReserve = errors.New("server: memory limit reached")
 
 // newBloomValue returns a value whose chain will be made by mk with a Reserve hook that charges
@@ -40,9 +42,8 @@ var errReserve = errors.New("server: memory limit reached")
 func (s *Server) newBloomValue(mk func(opts *redisbloom.Options) (*redisbloom.Chain, error)) (*bloomValue, error) {
 	bv := &bloomValue{}
 	ch, err := mk(&redisbloom.Options{Reserve: func(n uint64) error {
-		if n > math.MaxInt64 || !s.ks.reserve(int64(n), s.memoryLimit()) {
-			s.stats.oom.Add(1)
-			return errReserve
+		if err := s.reserveMem(int64(min(n, math.MaxInt64))); err != nil {
+			return err
 		}
 		bv.mem.Add(int64(n))
 		return nil
@@ -68,11 +69,11 @@ func (s *Server) reconcile(bv *bloomValue) {
 	}
 }
 
-// createErr maps a failure to create a chain to RedisBloom's reply, or to Redis's OOM error when
-// the memory limit refused it.
+// createErr maps a failure to create a chain to RedisBloom's reply, or to RedisBloom's
+// "Insufficient memory" error with the sizes when the memory limit refused it.
 func createErr(err error) string {
-	if errors.Is(err, errReserve) {
-		return errOOM
+	if mr, ok := errors.AsType[*memRefusal](err); ok {
+		return mr.reply("create")
 	}
 	return errCouldNotCreate
 }
@@ -113,6 +114,10 @@ func (c *Conn) addItems(bv *bloomValue, items [][]byte) ([]int8, bool) {
 			res = append(res, resFull)
 		case errors.Is(err, errReserve):
 			res = append(res, resOOM)
+			c.oomReply = errOOM
+			if mr, ok := errors.AsType[*memRefusal](err); ok {
+				c.oomReply = mr.reply("grow")
+			}
 		default:
 			c.srv.reconcile(bv)
 			res = append(res, resProblem)
@@ -134,7 +139,7 @@ func (c *Conn) writeResult(r int8) {
 	case resFull:
 		c.w.Error(errFull)
 	case resOOM:
-		c.w.Error(errOOM)
+		c.w.Error(c.oomReply)
 	default:
 		c.w.Error(errProblem)
 	}
@@ -163,6 +168,9 @@ func (c *Conn) bfAdd(args [][]byte, key []byte, items [][]byte, opts *insertOpts
 				return
 			}
 			res, changed := c.addItems(bv, items)
+			if c.replayOOM(res) {
+				return
+			}
 			if changed {
 				c.propagateAdds(args, items, res)
 			}
@@ -178,6 +186,17 @@ func (c *Conn) bfAdd(args [][]byte, key []byte, items [][]byte, opts *insertOpts
 		}
 		// Someone created the key meanwhile: add to theirs.
 	}
+}
+
+// replayOOM answers a whole add command with the memory refusal when one of its items was
+// refused while the data files load: a replayed record must apply whole or fail the start-up,
+// and an error element inside an array reply would go unnoticed.
+func (c *Conn) replayOOM(res []int8) bool {
+	if !c.srv.ks.loading.Load() || !slices.Contains(res, resOOM) {
+		return false
+	}
+	c.w.Error(c.oomReply)
+	return true
 }
 
 func (c *Conn) writeResults(res []int8, multi bool) {
@@ -208,6 +227,10 @@ func (c *Conn) bfCreate(args [][]byte, key []byte, items [][]byte, opts *insertO
 		return true
 	}
 	res, _ := c.addItems(e.val.(*bloomValue), items)
+	if c.replayOOM(res) {
+		s.ks.used.Add(-e.mem.Load() - valueMem(e.val))
+		return true
+	}
 	s.ks.insertLocked(sh, e)
 	c.propagateAdds(args, items, res)
 	c.writeResults(res, multi)
@@ -247,9 +270,8 @@ func (c *Conn) propagateAdds(args, items [][]byte, res []int8) {
 // header is set), charging its memory. It returns the error reply on failure.
 func (s *Server) newBloomEntry(key []byte, header bool, mk func(o *redisbloom.Options) (*redisbloom.Chain, error)) (*entry, string) {
 	keyMem := int64(keyOverhead + len(key))
-	if !s.ks.reserve(keyMem, s.memoryLimit()) {
-		s.stats.oom.Add(1)
-		return nil, errOOM
+	if err := s.reserveMem(keyMem); err != nil {
+		return nil, createErr(err)
 	}
 	bv, err := s.newBloomValue(mk)
 	if err != nil {
@@ -258,9 +280,9 @@ func (s *Server) newBloomEntry(key []byte, header bool, mk func(o *redisbloom.Op
 		case errors.Is(err, redisbloom.ErrBadData):
 			return nil, errBadData
 		case header && errors.Is(err, bloom.ErrTooLarge):
-			// A header that is valid but larger than this machine's memory.
+			// A header that is valid but larger than this machine could ever hold.
 			s.stats.oom.Add(1)
-			return nil, errOOM
+			return nil, "ERR Insufficient memory to create filter: " + oneLine(err.Error())
 		}
 		return nil, createErr(err)
 	}

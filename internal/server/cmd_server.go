@@ -119,12 +119,15 @@ func (s *Server) appendInfo(b []byte, sec string, c *Conn) []byte {
 		}
 		b = fmt.Appendf(b, "mem_fragmentation_ratio:%.2f\r\n", frag)
 		b = field(b, "mem_allocator", "go")
-		b = field(b, "total_system_memory", systemMemory())
-		b = field(b, "total_system_memory_human", humanBytes(systemMemory()))
+		b = field(b, "total_system_memory", s.systemMemory())
+		b = field(b, "total_system_memory_human", humanBytes(s.systemMemory()))
 		b = field(b, "maxmemory", cfg.MaxMemory)
 		b = field(b, "maxmemory_human", humanBytes(cfg.MaxMemory))
 		b = field(b, "maxmemory_policy", "noeviction")
-		b = field(b, "memory_limit", s.memoryLimit())
+		limit, src := s.memoryLimit()
+		b = field(b, "memory_limit", limit)
+		b = field(b, "memory_limit_human", humanBytes(limit))
+		b = field(b, "memory_limit_source", src)
 	case "persistence":
 		b = append(b, "# Persistence\r\n"...)
 		loading := 0

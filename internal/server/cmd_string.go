@@ -71,11 +71,14 @@ func setCmd(c *Conn, args [][]byte) {
 	key := args[1]
 	sh, old := c.lockForCreate(key)
 	defer sh.mu.Unlock()
+	var oldValue []byte // taken now: removing old below drops its value
 	if get && old != nil {
-		if _, ok := old.val.(*stringValue); !ok {
+		sv, ok := old.val.(*stringValue)
+		if !ok {
 			c.w.Error(errWrongType)
 			return
 		}
+		oldValue = sv.b
 	}
 	reply := func() {
 		switch {
@@ -83,7 +86,7 @@ func setCmd(c *Conn, args [][]byte) {
 		case old == nil:
 			c.w.Null()
 		default:
-			c.w.Bulk(old.val.(*stringValue).b)
+			c.w.Bulk(oldValue)
 		}
 	}
 	if nx && old != nil || xx && old == nil {
@@ -98,7 +101,7 @@ func setCmd(c *Conn, args [][]byte) {
 	if old != nil {
 		oldMem = old.mem.Load()
 	}
-	if !c.srv.ks.reserve(e.mem.Load()-oldMem, c.srv.memoryLimit()) {
+	if !c.srv.ks.reserve(e.mem.Load()-oldMem, c.srv.memLimitBytes()) {
 		c.srv.stats.oom.Add(1)
 		c.w.Error(errOOM)
 		return

@@ -14,6 +14,8 @@ import (
 	"strings"
 
 	"github.com/bloomd/bloom/internal/persist"
+
+	"github.com/bloomd/bloom/internal/memlimit"
 )
 
 // Config holds bloomd's settings. Their names and value syntax are redis.conf's, and they can be
@@ -54,6 +56,9 @@ type Config struct {
 
 	// Journal, if not nil, records every write command (see Journal).
 	Journal Journal `json:"-"`
+	// MemoryProbe, if not nil, is where the memory limits are read instead of this process's
+	// own files (tests point it at a fake tree).
+	MemoryProbe *memlimit.Probe `json:"-"`
 	// Logger, if not nil, is used instead of one made from LogLevel and LogFile.
 	Logger *slog.Logger `json:"-"`
 	// EventLoops (io-threads) is the number of event loops that serve plain TCP connections

@@ -58,8 +58,9 @@ type Conn struct {
 	wait        func() error // the journal's wait for this batch's latest write
 	quit        bool         // close once the replies are flushed
 
-	lastCmd *Command // the previous command, to skip the table lookup in a stream of one command
-	scratch []int8   // per-item results of BF.MADD and friends
+	lastCmd  *Command // the previous command, to skip the table lookup in a stream of one command
+	scratch  []int8   // per-item results of BF.MADD and friends
+	oomReply string   // the reply of a resOOM result: the last refused growth's sizes
 
 	journalArgs [][]byte // a rewritten command for the journal
 

@@ -45,10 +45,17 @@
 // # Memory
 //
 // Every key is charged its name plus a fixed overhead, and a filter its BF.INFO Size, through
-// redisbloom's Reserve hook, before anything is allocated. A creation, growth or BF.LOADCHUNK
-// header that would pass the limit is refused with Redis's OOM error; the limit is maxmemory,
-// and never more than the machine's memory, so that a filter that cannot fit is refused rather
-// than taking the process down.
+// redisbloom's Reserve hook, before anything is allocated. The limit is maxmemory, and never
+// more than the ceiling found at start (memory.go): what the tightest of RLIMIT_AS, RLIMIT_DATA,
+// the memory cgroup, GOMEMLIMIT and the machine's memory leaves free, less a margin for the rest
+// of the process (internal/memlimit finds them). A creation, growth or BF.LOADCHUNK header that
+// would pass it is refused with RedisBloom's "Insufficient memory" error naming the bytes asked,
+// the limit and what sets it, so that a filter that cannot fit is refused rather than taking the
+// process down. Loading the data files at start is held to the ceiling too (not to maxmemory);
+// data that cannot fit stops the start-up with persist.ErrNoMemory and leaves the files as they
+// were. Run also sets the Go runtime's soft memory limit under a process limit (unless
+// GOMEMLIMIT is set), and a large reservation after keys were removed first collects garbage,
+// so that freed filters are reused rather than added to the process.
 //
 // # Durability
 //

@@ -26,6 +26,7 @@ type keyspace struct {
 	shards [numShards]shard
 	used   atomic.Int64  // charged bytes of every key and value
 	gen    atomic.Uint64 // number of removals, for connections' memory of their last entry
+	freed  atomic.Int64  // bytes of values removed since the last forced collection (memory.go)
 
 	// loading suspends expiry while a journal is replayed (see Server.SetLoading).
 	loading atomic.Bool
@@ -41,8 +42,8 @@ type shard struct {
 	_   [64]byte
 }
 
-// An entry is one key. Its key and value never change once it is published (SET on an existing
-// key replaces the entry).
+// An entry is one key. Its key and value never change while it is published (SET on an existing
+// key replaces the entry); removing it drops a filter value, which must not be used after.
 type entry struct {
 	key    string
 	val    any          // *bloomValue or *stringValue
@@ -140,6 +141,12 @@ func (ks *keyspace) removeLocked(sh *shard, e *entry) {
 	delete(sh.m, e.key)
 	delete(sh.vol, e)
 	ks.used.Add(-e.mem.Load() - valueMem(e.val))
+	ks.freed.Add(valueMem(e.val))
+	// Connections may still remember e (Conn.entry) until their next lookup; they no longer
+	// use it (the removal count changed), and must not keep a filter from being collected.
+	if _, ok := e.val.(*bloomValue); ok {
+		e.val = nil
+	}
 }
 
 // setExpireLocked sets e's expiry (0 removes it) under sh's write lock.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"github.com/bloomd/bloom"
 	"io"
 	"math"
 	"math/rand/v2"
@@ -168,8 +169,9 @@ func header(total uint64, nfilters, options, growth uint32, bytes, bits, size ui
 	return append(b, n2)
 }
 
-// TestCraftedLoadChunk loads crafted headers: each is refused with RedisBloom's error (or OOM when
-// it asks for more memory than allowed) before anything is allocated, and no key is left behind.
+// TestCraftedLoadChunk loads crafted headers: each is refused with RedisBloom's error (or
+// "Insufficient memory" when it asks for more than allowed) before anything is allocated, and no
+// key is left behind.
 func TestCraftedLoadChunk(t *testing.T) {
 	s := startServer(t, nil)
 	c := dial(t, s.addr())
@@ -193,7 +195,7 @@ func TestCraftedLoadChunk(t *testing.T) {
 		{"unknown option bits", header(1, 1, 16|5, 2, 8, 64, 1, 0.05, bpe, 5, 10, 0), errBadData},
 		{"counts disagree", header(2, 1, 5, 2, 8, 64, 1, 0.05, bpe, 5, 10, 0), errBadData},
 		{"n2 too large", header(1, 1, 5, 2, 8, 64, 1, 0.05, bpe, 5, 10, 64), errBadData},
-		{"1 PiB link", header(1, 1, 5, 2, huge/8, huge, 1, 0.05, bpe, 5, 10, 0), errOOM},
+		{"1 PiB link", header(1, 1, 5, 2, huge/8, huge, 1, 0.05, bpe, 5, 10, 0), refusal(s, "create", 32+64+huge/8, keyOverhead+len("crafted"))},
 	} {
 		c.send([]byte("BF.LOADCHUNK"), []byte("crafted"), []byte("1"), tt.hdr)
 		_, v := c.read()
@@ -229,17 +231,27 @@ func TestCraftedLoadChunk(t *testing.T) {
 }
 
 // TestAbsurdSizes asks for filters that cannot fit in this machine's memory, with and without
-// maxmemory: each is refused with Redis's OOM error, and nothing is allocated.
+// maxmemory: each is refused with RedisBloom's "Insufficient memory" error naming the size and
+// the limit, and nothing is allocated.
 func TestAbsurdSizes(t *testing.T) {
 	s := startServer(t, nil)
 	c := dial(t, s.addr())
-	for _, args := range [][]string{
-		{"BF.RESERVE", "k", "0.99", "1000000000000000", "NONSCALING"},
-		{"BF.RESERVE", "k", "1e-300", "1000000000000"},
-		{"BF.INSERT", "k", "CAPACITY", "1000000000000000", "ITEMS", "a"},
+	for _, tt := range []struct {
+		args     []string
+		capacity uint64
+		rate     float64
+	}{
+		{[]string{"BF.RESERVE", "k", "0.99", "1000000000000000", "NONSCALING"}, 1e15, 0.99},
+		{[]string{"BF.RESERVE", "k", "1e-300", "1000000000000"}, 1e12, 1e-300 / 2},
+		{[]string{"BF.INSERT", "k", "CAPACITY", "1000000000000000", "ITEMS", "a"}, 1e15, 0.01 / 2},
 	} {
-		if v := c.do(args...); string(v.Str) != errOOM {
-			t.Errorf("%s: %v, want OOM", strings.Join(args, " "), v)
+		m, _, _, err := bloom.RedisBloomSize(tt.capacity, tt.rate)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := refusal(s, "create", 32+64+m/8, keyOverhead+1)
+		if v := c.do(tt.args...); string(v.Str) != want {
+			t.Errorf("%s: %v, want %q", strings.Join(tt.args, " "), v, want)
 		}
 	}
 	// Past what the sizing can describe at all (2^56 bits): RedisBloom's own error.
@@ -263,7 +275,7 @@ func TestAbsurdSizes(t *testing.T) {
 	oom, added := 0, 0
 	for _, e := range v.Elems {
 		switch {
-		case e.IsError() && string(e.Str) == errOOM:
+		case e.IsError() && strings.HasPrefix(string(e.Str), "ERR Insufficient memory to grow filter: ") && strings.Contains(string(e.Str), "limit 1048576 bytes (1.00M, maxmemory)"):
 			oom++
 		case e.Int == 1:
 			added++
@@ -293,7 +305,7 @@ func TestAbsurdSizes(t *testing.T) {
 	if used := s.ks.used.Load(); used != 0 {
 		t.Fatalf("%d bytes charged after DEL of every key", used)
 	}
-	if v := c.do("BF.RESERVE", "h", "0.01", "1"); string(v.Str) != errOOM {
+	if v := c.do("BF.RESERVE", "h", "0.01", "1"); string(v.Str) != refusal(s, "create", 32+64+8, keyOverhead+1) {
 		t.Fatalf("a filter over a 100-byte maxmemory: %v", v)
 	}
 	c.do("CONFIG", "SET", "maxmemory", "0")

@@ -20,6 +20,7 @@ import (
 func (s *Server) Info() metrics.ServerInfo {
 	cfg := s.config()
 	keys, vol := s.ks.count()
+	memLimit, _ := s.memoryLimit()
 	info := metrics.ServerInfo{
 		UptimeSeconds:       time.Since(s.started).Seconds(),
 		ConnectedClients:    s.clients.Load(),
@@ -32,7 +33,7 @@ func (s *Server) Info() metrics.ServerInfo {
 		ExpiredKeys:         s.stats.expired.Load(),
 		OOMRejections:       s.stats.oom.Load(),
 		UsedMemory:          s.ks.used.Load(),
-		MemoryLimit:         s.memoryLimit(),
+		MemoryLimit:         memLimit,
 		MaxMemory:           cfg.MaxMemory,
 		Persistence:         map[string]float64{},
 	}

@@ -134,7 +134,7 @@ func (k dataKeyspace) Capture() []persist.Item {
 
 // Filter makes the filter at key from a BF.SCANDUMP header, with zeroed bits that the snapshot
 // reader then fills, charging its memory as BF.LOADCHUNK does (in loading mode the limit is the
-// machine's memory, not maxmemory).
+// process's ceiling, not maxmemory).
 func (k dataKeyspace) Filter(key []byte, expire int64, header []byte) (*redisbloom.Chain, error) {
 	s := k.s
 	sh, old := s.ks.lockShard(key)
@@ -146,6 +146,9 @@ func (k dataKeyspace) Filter(key []byte, expire int64, header []byte) (*redisblo
 		return redisbloom.LoadHeader(header, o)
 	})
 	if e == nil {
+		if strings.HasPrefix(msg, "ERR Insufficient memory") {
+			return nil, fmt.Errorf("%w: filter %q: %s", persist.ErrNoMemory, clipKey(key), strings.TrimPrefix(msg, "ERR "))
+		}
 		return nil, fmt.Errorf("filter %q: %s", clipKey(key), strings.TrimPrefix(msg, "ERR "))
 	}
 	e.expire.Store(expire)
@@ -162,8 +165,8 @@ func (k dataKeyspace) String(key, value []byte, expire int64) error {
 		return fmt.Errorf("key %q appears twice", clipKey(key))
 	}
 	e := newStringEntry(key, value)
-	if !s.ks.reserve(e.mem.Load(), s.memoryLimit()) {
-		return fmt.Errorf("string %q: %s", clipKey(key), errOOM)
+	if err := s.reserveMem(e.mem.Load()); err != nil {
+		return fmt.Errorf("%w: string %q: %v", persist.ErrNoMemory, clipKey(key), err)
 	}
 	e.expire.Store(expire)
 	s.ks.insertLocked(sh, e)

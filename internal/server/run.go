@@ -28,7 +28,8 @@ BF.* commands. Settings use redis.conf names, in the config file or as flags:
   --port n                 TCP port (default 6379; 0 disables)
   --requirepass pass       password for AUTH (default none)
   --maxclients n           most connections at once (default 10000)
-  --maxmemory bytes        memory for filters, e.g. 2gb (default: the machine's memory)
+  --maxmemory bytes        memory for filters, e.g. 2gb (default and most: what the
+                           process's limits leave: ulimit -v, cgroup, GOMEMLIMIT, RAM)
   --timeout seconds        close clients idle this long (default 0: never)
   --dir path               working directory for data files (default .)
   --tls-port n             TLS port (default 0: off), with --tls-cert-file and --tls-key-file
@@ -90,6 +91,8 @@ func Run(ctx context.Context, args []string, out io.Writer) error {
 	if err != nil {
 		return err
 	}
+	s.logMemoryLimit()
+	s.limitRuntime()
 	if err := s.openStore(); err != nil {
 		return err
 	}
@@ -156,6 +159,9 @@ func Run(ctx context.Context, args []string, out io.Writer) error {
 		if err != nil {
 			s.log.Error("cannot load the data files; bloomd exits (the reason follows on standard error)")
 			abandon()
+			if errors.Is(err, persist.ErrNoMemory) {
+				err = fmt.Errorf("%w\nThe data needs more memory than bloomd may use (%d bytes, set by %s); the data files are left as they were. Start bloomd with more memory or a higher limit", err, s.ceiling.bytes, s.ceiling.source())
+			}
 			return err
 		}
 		s.log.Info("bloomd ready to accept connections")

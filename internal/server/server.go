@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/bloomd/bloom/internal/memlimit"
 	"github.com/bloomd/bloom/internal/metrics"
 	"github.com/bloomd/bloom/internal/persist"
 )
@@ -38,6 +39,7 @@ type Server struct {
 	maxclients  atomic.Int64
 	timeout     atomic.Int64 // nanoseconds, 0 if none
 	maxBulk     atomic.Int64
+	ceiling     ceiling // the most the keyspace may hold, found at start (memory.go)
 
 	lnMu      sync.Mutex
 	listeners []net.Listener
@@ -111,6 +113,11 @@ func New(cfg Config) (*Server, error) {
 			return nil, fmt.Errorf("server: event loops: %w", err)
 		}
 	}
+	probe := memlimit.Probe{}
+	if cfg.MemoryProbe != nil {
+		probe = *cfg.MemoryProbe
+	}
+	s.ceiling = newCeiling(probe) // after the event loops: their threads count as used
 	s.wg.Add(1)
 	go s.cron()
 	return s, nil
@@ -136,19 +143,6 @@ func (s *Server) config() Config {
 	s.cfgMu.Lock()
 	defer s.cfgMu.Unlock()
 	return s.cfg
-}
-
-// memoryLimit is the most bytes the keyspace may hold: maxmemory, and never more than the
-// machine's memory, so that a filter that cannot fit is refused instead of killing the process.
-func (s *Server) memoryLimit() int64 {
-	limit := systemMemory()
-	if limit <= 0 {
-		limit = 1 << 62
-	}
-	if m := s.maxmemory.Load(); m > 0 && m < limit && !s.ks.loading.Load() {
-		limit = m
-	}
-	return limit
 }
 
 // Listen opens the listeners the settings ask for: port (and tls-port) on every bind address.
