@@ -502,6 +502,7 @@ func (s *Server) Exec(args ...[]byte) []byte {
 	c := s.internalConn()
 	c.execute(args)
 	c.leaveGate()
+	c.flushStats()
 	out := append([]byte(nil), c.w.Bytes()...)
 	c.w.Truncate(0)
 	return out
