@@ -197,34 +197,26 @@ type calcRow struct {
 	BitsPerItem float64            `json:"bits_per_item"`
 	FPP         map[string]float64 `json:"fpp"` // at ¼n, ½n, n, 2n, 4n
 	Error       string             `json:"error,omitempty"`
-	fpp         func(n uint64) float64
 }
 
-// calcRows sizes n items at rate p under Guava's, RedisBloom's and the blocked rule: the
-// functions `bloom calc` calls.
+// calcRows sizes n items at rate p under each rule, with the functions `bloom calc` calls.
 func calcRows(n uint64, p float64) []calcRow {
 	var rows []calcRow
-	add := func(rule string, m uint64, k int, err error, fpp func(uint64) float64) {
-		if err != nil {
-			rows = append(rows, calcRow{Rule: rule, Error: err.Error()})
-			return
+	for _, s := range plot.Sizings(n, p) {
+		if s.Err != nil {
+			rows = append(rows, calcRow{Rule: s.Rule, Error: s.Err.Error()})
+			continue
 		}
-		r := calcRow{Rule: rule, Bits: m, Bytes: (m + 7) / 8, K: k, BitsPerItem: float64(m) / float64(n), fpp: fpp,
+		r := calcRow{Rule: s.Rule, Bits: s.Bits, Bytes: (s.Bits + 7) / 8, K: s.K, BitsPerItem: float64(s.Bits) / float64(n),
 			FPP: map[string]float64{}}
 		for _, fp := range []struct {
 			label    string
 			num, den uint64
 		}{{"¼n", 1, 4}, {"½n", 1, 2}, {"n", 1, 1}, {"2n", 2, 1}, {"4n", 4, 1}} {
-			r.FPP[fp.label] = fpp(n * fp.num / fp.den)
+			r.FPP[fp.label] = s.FPP(n * fp.num / fp.den)
 		}
 		rows = append(rows, r)
 	}
-	m, k, err := bloom.GuavaSize(n, p)
-	add("guava", m, k, err, func(x uint64) float64 { return bloom.FalsePositiveRate(m, k, x) })
-	m2, k2, _, err := bloom.RedisBloomSize(n, p)
-	add("redisbloom", m2, k2, err, func(x uint64) float64 { return bloom.FalsePositiveRate(m2, k2, x) })
-	m3, k3, z, err := bloom.BlockedSize(n, p)
-	add("blocked", m3, k3, err, func(x uint64) float64 { return bloom.BlockedFalsePositiveRate(m3, k3, z, x) })
 	return rows
 }
 
@@ -252,19 +244,6 @@ func (h *Handler) calc(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, map[string]any{"n": n, "p": p, "rows": calcRows(n, p)})
 }
 
-// CalcChart is the chart of `bloom calc -n -p`: one curve per rule, up to 4n, with the target.
-func CalcChart(n uint64, p float64) *plot.Chart {
-	c := &plot.Chart{Title: plot.Count(float64(n)) + " items at " + plot.Rate(p), MaxItems: 4 * float64(n), Target: p}
-	for _, r := range calcRows(n, p) {
-		if r.Error != "" {
-			continue
-		}
-		fpp := r.fpp
-		c.Curves = append(c.Curves, plot.Curve{Name: r.Rule, FPP: func(x float64) float64 { return fpp(uint64(x)) }})
-	}
-	return c
-}
-
 func (h *Handler) calcPlot(w http.ResponseWriter, r *http.Request) {
 	n, p, msg := parseCalc(r)
 	if msg != "" {
@@ -272,7 +251,7 @@ func (h *Handler) calcPlot(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set("Content-Type", "image/svg+xml")
-	CalcChart(n, p).WriteSVG(w)
+	plot.SizingChart(n, p).WriteSVG(w)
 }
 
 // history keeps one sample a second of throughput and mean latency.
