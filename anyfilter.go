@@ -1,6 +1,9 @@
 package bloom
 
-import "io"
+import (
+	"fmt"
+	"io"
+)
 
 // AnyFilter is what every filter type of this package offers: Filter, Blocked, Scalable and
 // Counting all satisfy it. Programs that handle filters of any kind (the bloom command reading a
@@ -88,6 +91,8 @@ func decodeBody(r io.Reader, h fileHeader) (AnyFilter, error) {
 		return nilIfErr(readScalableBody(r, h))
 	case kindCounting:
 		return nilIfErr(readCountingBody(r, h))
+	case kindCuckoo:
+		return nil, fmt.Errorf("%w: the record holds a cuckoo filter, which Cuckoo.ReadFrom reads", ErrIncompatible)
 	}
 	return nil, corruptf("unknown filter kind %d", uint8(h.kind))
 }

@@ -146,7 +146,7 @@ func (f *Filter) prefetch(hs []hashPair) {
 // overlap instead of waiting behind a mispredicted branch.
 func (f *Filter) probe(h1, h2 uint64) bool {
 	var miss uint64
-	if f.scheme == Guava64 {
+	if f.fast63 {
 		x := h1
 		for range f.k {
 			b := f.div.mod63(x & math.MaxInt64)

@@ -13,10 +13,11 @@ import (
 //	offset size field
 //	0      8    magic "\x89BLOOM\r\n" (a non-ASCII first byte and CRLF catch text-mode mangling)
 //	8      2    format version, 1
-//	10     1    kind: 1 classic, 2 blocked, 3 scalable, 4 counting
+//	10     1    kind: 1 classic, 2 blocked, 3 scalable, 4 counting, 5 cuckoo (cuckoo_encoding.go)
 //	11     1    hashing scheme (Scheme)
 //	12     4    k, hash functions per key
-//	16     8    m, the modulus in bits (counters for the counting kind)
+//	16     8    m, the modulus in bits (counters for the counting kind); for the classic kind
+//	            any m under any scheme, as NewExact allows
 //	24     8    count: items added (exact where the kind tracks it, else the estimate at write)
 //	32     8    payload length in bytes
 //	40     20   kind-specific parameters (zero for the classic kind)
@@ -55,6 +56,8 @@ func (k kind) String() string {
 		return "scalable"
 	case kindCounting:
 		return "counting"
+	case kindCuckoo:
+		return "cuckoo"
 	}
 	return fmt.Sprintf("kind(%d)", uint8(k))
 }
@@ -149,9 +152,6 @@ func (h *fileHeader) checkBits() error {
 	}
 	if h.m == 0 || float64(h.m) > maxBits {
 		return corruptf("size of %d bits is not in [1, 2^56]", h.m)
-	}
-	if h.scheme != Redisson && h.m%64 != 0 {
-		return corruptf("size of %d bits is not a whole number of 64-bit words", h.m)
 	}
 	if want := (h.m + 63) / 64 * 8; h.payload != want {
 		return corruptf("payload of %d bytes does not match %d bits (want %d bytes)", h.payload, h.m, want)
@@ -291,7 +291,7 @@ func readClassicBody(r io.Reader, h fileHeader) (*Filter, error) {
 		return nil, err
 	}
 	adviseHugePages(bits)
-	return &Filter{bits: bits, m: h.m, k: int(h.k), scheme: h.scheme, div: newDivisor(h.m)}, nil
+	return newFilter(bits, h.m, int(h.k), h.scheme), nil
 }
 
 // MarshalBinary returns f in the native format. It implements encoding.BinaryMarshaler.

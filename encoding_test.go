@@ -44,7 +44,7 @@ func TestDecodeRefusesDamage(t *testing.T) {
 		{"header checksum", append(append(bytes.Clone(good[:20]), good[20]^1), good[21:]...), "header checksum"},
 		{"unknown scheme", header(1, 1, 77, 7, 1024, 128), "unknown hashing scheme"},
 		{"k zero", header(1, 1, 1, 0, 1024, 128), "k=0"},
-		{"m not words", header(1, 1, 1, 7, 1000, 128), "whole number of 64-bit words"},
+		{"m beyond payload", header(1, 1, 1, 7, 1025, 128), "does not match"},
 		{"payload mismatch", header(1, 1, 1, 7, 1024, 64), "does not match"},
 		{"truncated payload", good[:100], "truncated payload"},
 		{"payload checksum", append(bytes.Clone(good[:len(good)-1]), good[len(good)-1]^0x80), "payload checksum"},

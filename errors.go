@@ -22,6 +22,10 @@ var (
 	// is never returned half-loaded alongside it.
 	ErrCorrupt = errors.New("bloom: corrupt data")
 
+	// ErrFull reports an insertion into a cuckoo filter that found no free slot and may not
+	// grow (it does not scale, or has reached its most sub-filters); the filter is unchanged.
+	ErrFull = errors.New("bloom: filter is full")
+
 	// ErrNotPresent reports a Remove from a counting filter of a key that is definitely not in it
 	// (one of its counters is zero); the filter is left unchanged.
 	ErrNotPresent = errors.New("bloom: key is not in the filter")

@@ -10,7 +10,8 @@ import (
 
 // Filter is a classic Bloom filter: m bits, k positions per key, all in one lock-free bit array.
 // It is bit-for-bit compatible with Guava's BloomFilter when created by New (or NewWithParams
-// with Guava64 or Guava32), and with one RedisBloom sub-filter under RedisBloom64.
+// with Guava64 or Guava32), and with one RedisBloom sub-filter under RedisBloom64. NewExact
+// makes filters whose modulus is any m, for layouts that do not round to words.
 //
 // A Filter is safe for concurrent use by multiple goroutines without locks: Add ORs its bits in
 // with atomic instructions and Test reads them with atomic loads, so concurrent Adds never lose
@@ -25,6 +26,13 @@ type Filter struct {
 	k      int
 	scheme Scheme
 	div    divisor // reduces modulo m without a hardware division
+	fast63 bool    // Guava64 with m > 1: positions by addition and div.mod63 (which needs m > 1)
+}
+
+// newFilter returns a filter over bits with modulus m, k hash functions and scheme s, which the
+// caller has validated.
+func newFilter(bits bitArray, m uint64, k int, s Scheme) *Filter {
+	return &Filter{bits: bits, m: m, k: k, scheme: s, div: newDivisor(m), fast63: s == Guava64 && m > 1}
 }
 
 // New returns an empty filter sized by Guava's rule for n expected items at false-positive rate p,
@@ -51,7 +59,27 @@ func NewWithParams(m uint64, k int, s Scheme) (*Filter, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Filter{bits: bits, m: m, k: k, scheme: s, div: newDivisor(m)}, nil
+	return newFilter(bits, m, k, s), nil
+}
+
+// NewExact returns an empty filter of k hash functions under scheme s whose positions are
+// reduced modulo exactly m, for every scheme: no rounding to whole words. It is for filters that
+// other programs size without rounding, such as a Guava32 filter of 9,585,058 bits kept in a
+// Redis string by Java code that computes Guava's positions itself (see package redisfilter's
+// NewPlain); storage is still ceil(m/64) words, whose bits at m and above Add never sets.
+// Under a Guava or RedisBloom scheme such a filter answers like Guava's or RedisBloom's own only
+// when m is a multiple of 64, which is what NewWithParams gives: a Guava stream cannot hold any
+// other m, and package guava refuses to write one. It fails with ErrInvalidParameter for an
+// unknown scheme, m outside [1, 2^56] or k outside [1, MaxK].
+func NewExact(m uint64, k int, s Scheme) (*Filter, error) {
+	if err := checkExact(m, k, s); err != nil {
+		return nil, err
+	}
+	bits, err := newBitArray((m + 63) / 64)
+	if err != nil {
+		return nil, err
+	}
+	return newFilter(bits, m, k, s), nil
 }
 
 // NewFromWords returns a filter of m bits with k hash functions under scheme s that adopts words
@@ -66,25 +94,33 @@ func NewFromWords(words []uint64, m uint64, k int, s Scheme) (*Filter, error) {
 	if uint64(len(words)) != (m+63)/64 {
 		return nil, fmt.Errorf("%w: %d words given for %d bits (want %d)", ErrInvalidParameter, len(words), m, (m+63)/64)
 	}
-	return &Filter{bits: words, m: m, k: k, scheme: s, div: newDivisor(m)}, nil
+	return newFilter(words, m, k, s), nil
 }
 
 // checkParams validates (m, k, s) and returns the modulus: m rounded up to whole words, except
 // under Redisson, whose modulus is its exact size.
 func checkParams(m uint64, k int, s Scheme) (uint64, error) {
-	if !s.Valid() {
-		return 0, fmt.Errorf("%w: unknown hashing scheme %d", ErrInvalidParameter, s)
-	}
-	if m == 0 || float64(m) > maxBits {
-		return 0, fmt.Errorf("%w: size of %d bits is not in [1, 2^56]", ErrInvalidParameter, m)
-	}
-	if k < 1 || k > MaxK {
-		return 0, fmt.Errorf("%w: %d hash functions is not in [1, %d]", ErrInvalidParameter, k, MaxK)
+	if err := checkExact(m, k, s); err != nil {
+		return 0, err
 	}
 	if s != Redisson {
 		m = roundToWords(m)
 	}
 	return m, nil
+}
+
+// checkExact validates (m, k, s) for a filter whose modulus is exactly m.
+func checkExact(m uint64, k int, s Scheme) error {
+	if !s.Valid() {
+		return fmt.Errorf("%w: unknown hashing scheme %d", ErrInvalidParameter, s)
+	}
+	if m == 0 || float64(m) > maxBits {
+		return fmt.Errorf("%w: size of %d bits is not in [1, 2^56]", ErrInvalidParameter, m)
+	}
+	if k < 1 || k > MaxK {
+		return fmt.Errorf("%w: %d hash functions is not in [1, %d]", ErrInvalidParameter, k, MaxK)
+	}
+	return nil
 }
 
 // maxFastK is the largest k for which Add gathers the key's positions and missing bits on the
@@ -158,7 +194,7 @@ func (f *Filter) add(h1, h2 uint64) bool {
 	x := h1 // Guava64's positions by addition, without location's switch and multiplication
 	for i := range f.k {
 		var b uint64
-		if f.scheme == Guava64 {
+		if f.fast63 {
 			b = f.div.mod63(x & math.MaxInt64)
 			x += h2
 		} else {
@@ -195,7 +231,7 @@ var bitMask = func() (m [64]uint64) {
 }()
 
 func (f *Filter) test(h1, h2 uint64) bool {
-	if f.scheme == Guava64 {
+	if f.fast63 {
 		x := h1
 		if len(f.bits) <= branchlessWords {
 			var miss uint64
@@ -240,8 +276,8 @@ func location(s Scheme, div *divisor, h1, h2 uint64, i int) uint64 {
 	case Redisson:
 		i1, i2 := uint64(i/2+1), uint64((i+1)/2)
 		return div.mod((i1*h1 + i2*h2) & math.MaxInt64)
-	default:
-		return div.mod63((h1 + uint64(i)*h2) & math.MaxInt64)
+	default: // mod, not mod63: an exact filter (NewExact) may have m = 1
+		return div.mod((h1 + uint64(i)*h2) & math.MaxInt64)
 	}
 }
 

@@ -43,7 +43,14 @@ func header(f *bloom.Filter) ([HeaderSize]byte, error) {
 	if f == nil {
 		return [HeaderSize]byte{}, fmt.Errorf("guava: nil filter: %w", bloom.ErrInvalidParameter)
 	}
-	return makeHeader(f.Scheme(), f.K(), f.ByteLen()/8)
+	h, err := makeHeader(f.Scheme(), f.K(), f.ByteLen()/8)
+	if err == nil && f.M() != 8*uint64(f.ByteLen()) {
+		// Guava reduces positions modulo 64·words; a filter made by bloom.NewExact with another
+		// modulus would answer differently once read back.
+		err = fmt.Errorf("guava: a filter whose modulus is %d bits is not a whole number of 64-bit words, and a Guava stream holds only those: %w",
+			f.M(), bloom.ErrIncompatible)
+	}
+	return h, err
 }
 
 // makeHeader returns the header of a filter with the given scheme, k and number of words.
@@ -74,10 +81,11 @@ func makeHeader(s bloom.Scheme, k int, words int64) ([HeaderSize]byte, error) {
 // WriteTo writes f to w as Guava's BloomFilter.writeTo does, so that BloomFilter.readFrom reads
 // a filter that answers exactly as f. It returns the number of bytes written.
 //
-// f must hash with bloom.Guava64 or bloom.Guava32 and have at most MaxK hash functions and
-// MaxWords words; otherwise WriteTo writes nothing and returns an error wrapping
-// bloom.ErrIncompatible. WriteTo may run while other goroutines add to f: each word is read
-// atomically, so the stream holds every add that completed before WriteTo started.
+// f must hash with bloom.Guava64 or bloom.Guava32, have at most MaxK hash functions and
+// MaxWords words, and a modulus of whole words (as every filter has but some that bloom.NewExact
+// makes); otherwise WriteTo writes nothing and returns an error wrapping bloom.ErrIncompatible.
+// WriteTo may run while other goroutines add to f: each word is read atomically, so the stream
+// holds every add that completed before WriteTo started.
 func WriteTo(w io.Writer, f *bloom.Filter) (int64, error) {
 	h, err := header(f)
 	if err != nil {

@@ -17,6 +17,7 @@ import (
 	"github.com/bloomd/bloom"
 	"github.com/bloomd/bloom/guava"
 	"github.com/bloomd/bloom/internal/conformance"
+	"github.com/bloomd/bloom/internal/skipped"
 )
 
 // TestJava runs the real Guava: it reads filters that this package wrote and must answer as Go
@@ -43,7 +44,7 @@ func TestJava(t *testing.T) {
 		if os.Getenv("BLOOM_REQUIRE_JAVA") == "1" {
 			t.Fatal(msg + "; BLOOM_REQUIRE_JAVA=1 makes this a failure")
 		}
-		t.Skip(msg + "; set BLOOM_REQUIRE_JAVA=1 to make this a failure")
+		skipped.Missing(t, strings.Join(missing, ", "), msg+"; set BLOOM_REQUIRE_JAVA=1 to make this a failure")
 	}
 
 	classes := t.TempDir()

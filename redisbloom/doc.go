@@ -1,7 +1,9 @@
 // Package redisbloom implements RedisBloom 2.6's Bloom filter data structure exactly: the
 // scalable filter behind BF.RESERVE, BF.ADD, BF.EXISTS, BF.INFO and BF.CARD (a Chain), and the
 // BF.SCANDUMP / BF.LOADCHUNK binary format, so that dumps move byte for byte between RedisBloom
-// and this package. It is the storage engine of bloomd and the codec of the bloom CLI.
+// and this package. It is the storage engine of bloomd and the codec of the bloom CLI. For
+// cuckoo filters (bloom.Cuckoo, RedisBloom's CF.* type) it holds the CF.SCANDUMP / CF.LOADCHUNK
+// format: CFScanDump, LoadCFHeader and CFLoadChunk (see cfdump.go for the layout).
 //
 // # Semantics
 //

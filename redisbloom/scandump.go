@@ -47,6 +47,28 @@ func (c *Chain) ScanDump(iter int64) (next int64, data []byte) {
 	return iter + int64(n), data
 }
 
+// ScanDumpInto is ScanDump with the chunk read into buf when it is large enough (it is then
+// data's backing array), so that a caller going through a large filter reuses one buffer
+// instead of allocating each chunk. Iterator 0 still returns a newly allocated header.
+func (c *Chain) ScanDumpInto(iter int64, buf []byte) (next int64, data []byte) {
+	if iter == 0 {
+		return c.ScanDump(0)
+	}
+	links := *c.links.Load()
+	l, off, ok := linkAt(links, iter)
+	if !ok {
+		return 0, nil
+	}
+	n := min(MaxChunkSize, l.bytes()-off)
+	if uint64(cap(buf)) >= n {
+		data = buf[:n]
+	} else {
+		data = make([]byte, n)
+	}
+	l.f.ReadAt(data, int64(off)) // cannot fail: [off, off+n) lies inside the link
+	return iter + int64(n), data
+}
+
 // linkAt finds the link holding byte iter-1 of the concatenated bit arrays and the offset of
 // that byte in the link (RedisBloom's getLinkPos).
 func linkAt(links []*link, iter int64) (l *link, off uint64, ok bool) {

@@ -88,6 +88,14 @@ func TestScanDumpIterators(t *testing.T) {
 		if next != tc.next || len(data) != tc.n {
 			t.Errorf("ScanDump(%d) = (%d, %d bytes), want (%d, %d bytes)", tc.iter, next, len(data), tc.next, tc.n)
 		}
+		buf := make([]byte, 0, 16<<20)
+		next2, data2 := c.ScanDumpInto(tc.iter, buf)
+		if next2 != next || !bytes.Equal(data2, data) {
+			t.Errorf("ScanDumpInto(%d) = (%d, %d bytes), ScanDump gave (%d, %d bytes)", tc.iter, next2, len(data2), next, len(data))
+		}
+		if tc.iter > 0 && len(data2) > 0 && &data2[0] != &buf[:1][0] {
+			t.Errorf("ScanDumpInto(%d) did not use the buffer", tc.iter)
+		}
 	}
 	var iters []int64
 	for it := range c.Chunks() {

@@ -3,6 +3,8 @@ package redisfilter
 import (
 	"context"
 	"fmt"
+	"regexp"
+	"strconv"
 	"testing"
 
 	"github.com/bloomd/bloom"
@@ -14,7 +16,11 @@ import (
 //
 //	go test -run '^$' -bench . -benchtime 2s ./redisfilter
 //
-// Each reports keys/s. The filter holds 1M keys at 1% (m = 9.6M bits, k = 7).
+// Each reports keys/s; the batch benchmarks also report the time the server spent inside the
+// scripts per key (server-ns/key, from INFO commandstats), free of network and client time. The
+// filter holds 1M keys at 1% (m = 9.6M bits, k = 7); the plain-layout
+// filter ("plain") has the Spring helper's parameters for the same (n, p): m = 9,585,058, k = 7,
+// Guava32, SETBIT order.
 
 const (
 	benchN     = 1_000_000
@@ -72,6 +78,28 @@ func reportKeys(b *testing.B, perOp int) {
 	b.ReportMetric(float64(b.N*perOp)/b.Elapsed().Seconds(), "keys/s")
 }
 
+// serverUsec returns the server's total time inside EVALSHA and EVAL calls so far, in
+// microseconds (INFO commandstats' usec): the cost of the scripts alone.
+func serverUsec(b *testing.B, c redis.UniversalClient) float64 {
+	info, err := c.Info(context.Background(), "commandstats").Result()
+	if err != nil {
+		b.Fatal(err)
+	}
+	total := 0.0
+	for _, cmd := range []string{"evalsha", "eval"} {
+		if m := regexp.MustCompile(`cmdstat_` + cmd + `:calls=\d+,usec=(\d+)`).FindStringSubmatch(info); m != nil {
+			v, _ := strconv.ParseFloat(m[1], 64)
+			total += v
+		}
+	}
+	return total
+}
+
+// reportServer reports the server's script time per key since start (from serverUsec).
+func reportServer(b *testing.B, c redis.UniversalClient, start float64, perOp int) {
+	b.ReportMetric((serverUsec(b, c)-start)*1000/float64(b.N*perOp), "server-ns/key")
+}
+
 func newBenchFilter(b *testing.B, c redis.UniversalClient) (*Filter, *seedFilter) {
 	ctx := context.Background()
 	f, err := New(ctx, c, uniqueName(b), benchN, benchP, nil)
@@ -82,6 +110,22 @@ func newBenchFilter(b *testing.B, c redis.UniversalClient) (*Filter, *seedFilter
 	seed := &seedFilter{c: c, key: uniqueName(b), m: f.M(), k: f.K()}
 	b.Cleanup(func() { c.Del(context.Background(), seed.key) })
 	return f, seed
+}
+
+// newBenchPlain returns a plain-layout filter with the Spring helper's parameters for the
+// benchmarks' n and p.
+func newBenchPlain(b *testing.B, c redis.UniversalClient) *Filter {
+	ctx := context.Background()
+	params, err := SpringHelper(benchN, benchP)
+	if err != nil {
+		b.Fatal(err)
+	}
+	f, err := NewPlain(ctx, c, uniqueName(b), params, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { f.Delete(context.Background()) })
+	return f
 }
 
 func BenchmarkAdd(b *testing.B) {
@@ -100,6 +144,15 @@ func BenchmarkAdd(b *testing.B) {
 	b.Run("redisfilter", func(b *testing.B) {
 		for i := 0; b.Loop(); i++ {
 			if _, err := f.Add(ctx, ks[i&(len(ks)-1)]); err != nil {
+				b.Fatal(err)
+			}
+		}
+		reportKeys(b, 1)
+	})
+	plain := newBenchPlain(b, c)
+	b.Run("plain", func(b *testing.B) {
+		for i := 0; b.Loop(); i++ {
+			if _, err := plain.Add(ctx, ks[i&(len(ks)-1)]); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -136,6 +189,18 @@ func BenchmarkTest(b *testing.B) {
 		}
 		reportKeys(b, 1)
 	})
+	plain := newBenchPlain(b, c)
+	if _, err := plain.AddMany(ctx, present); err != nil {
+		b.Fatal(err)
+	}
+	b.Run("plain", func(b *testing.B) {
+		for i := 0; b.Loop(); i++ {
+			if _, err := plain.Test(ctx, ks[i&(len(ks)-1)]); err != nil {
+				b.Fatal(err)
+			}
+		}
+		reportKeys(b, 1)
+	})
 }
 
 func BenchmarkAddMany(b *testing.B) {
@@ -164,14 +229,22 @@ func BenchmarkAddMany(b *testing.B) {
 		}
 		reportKeys(b, benchBatch)
 	})
-	b.Run("redisfilter", func(b *testing.B) {
-		for i := 0; b.Loop(); i++ {
-			if _, err := f.AddMany(ctx, batches[i%len(batches)]); err != nil {
-				b.Fatal(err)
+	plain := newBenchPlain(b, c)
+	for _, tc := range []struct {
+		name string
+		f    *Filter
+	}{{"redisfilter", f}, {"plain", plain}} {
+		b.Run(tc.name, func(b *testing.B) {
+			start := serverUsec(b, c)
+			for i := 0; b.Loop(); i++ {
+				if _, err := tc.f.AddMany(ctx, batches[i%len(batches)]); err != nil {
+					b.Fatal(err)
+				}
 			}
-		}
-		reportKeys(b, benchBatch)
-	})
+			reportKeys(b, benchBatch)
+			reportServer(b, c, start, benchBatch)
+		})
+	}
 }
 
 func BenchmarkTestMany(b *testing.B) {
@@ -182,14 +255,25 @@ func BenchmarkTestMany(b *testing.B) {
 		b.Fatal(err)
 	}
 	batch := append(benchKeys("batch0", benchBatch/2), benchKeys("absent", benchBatch/2)...)
-	b.Run("redisfilter", func(b *testing.B) {
-		for b.Loop() {
-			if _, err := f.TestMany(ctx, batch); err != nil {
-				b.Fatal(err)
+	plain := newBenchPlain(b, c)
+	if _, err := plain.AddMany(ctx, benchKeys("batch0", benchBatch)); err != nil {
+		b.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		f    *Filter
+	}{{"redisfilter", f}, {"plain", plain}} {
+		b.Run(tc.name, func(b *testing.B) {
+			start := serverUsec(b, c)
+			for b.Loop() {
+				if _, err := tc.f.TestMany(ctx, batch); err != nil {
+					b.Fatal(err)
+				}
 			}
-		}
-		reportKeys(b, benchBatch)
-	})
+			reportKeys(b, benchBatch)
+			reportServer(b, c, start, benchBatch)
+		})
+	}
 }
 
 // BenchmarkModuleBloomd measures module mode with bloomd as the server: BF.INSERT and BF.EXISTS

@@ -18,6 +18,12 @@
 //     hashIterations, expectedInsertions and falseProbability as Redisson writes them, Redisson's
 //     HighwayHash scheme (bloom.Redisson) and its SETBIT bit order. A Java service using Redisson
 //     and a Go service share one filter.
+//   - Filter (NewPlain, OpenPlain): the plain layout, one Redis string of bits at a key of the
+//     caller's choosing and nothing beside it, read and written with parameters the caller gives
+//     (PlainParams: m, k, scheme, bit order). It is the layout of Java services that copy the
+//     Spring BloomFilterHelper and write with RedisTemplate.setBit: SpringHelper gives its
+//     parameters from (n, p). Nothing records the parameters, so nothing can check them beyond
+//     the string's type and length: every program using the key must agree on them.
 //   - CountingFilter (NewCounting): 4-bit saturating counters (BITFIELD u4 OVERFLOW SAT) with
 //     Remove.
 //   - ScalableFilter (NewScalable): a chain of bitmaps that grows as keys arrive, with the
@@ -25,7 +31,7 @@
 //   - ModuleFilter (NewModule): the server's own BF.* commands, where the server runs RedisBloom
 //     or is bloomd (HasModule tells).
 //
-// All four implement Interface (Add, Test, AddMany, TestMany).
+// All of them implement Interface (Add, Test, AddMany, TestMany).
 //
 // # One round trip per call
 //
@@ -47,7 +53,9 @@
 // and every script call compares it with the handle's own before touching a bit. Two services
 // built with different settings therefore get ErrConfigMismatch, which names each differing field,
 // instead of silently different answers. The Redisson layout checks Redisson's four config fields
-// the same way. Module mode cannot check per call (see ModuleFilter).
+// the same way. The plain layout has nothing stored to compare: each call checks only that the
+// string is no longer than the handle's m allows. Module mode cannot check per call (see
+// ModuleFilter).
 //
 // # Nothing half-written
 //

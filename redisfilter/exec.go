@@ -59,6 +59,9 @@ func isNoScript(err error) bool {
 // fields, ErrWrongType, or the client's error (network, timeout, context) with the operation and
 // the filter named.
 func callErr(op, name string, cl *call, err error) error {
+	if redis.HasErrorPrefix(err, tooLongPrefix) {
+		return tooLong(op, name, cl, err)
+	}
 	if redis.HasErrorPrefix(err, mismatchPrefix) {
 		stored := strings.TrimSpace(strings.TrimPrefix(err.Error(), mismatchPrefix))
 		if line, key, ok := strings.Cut(stored, " unexpected="); ok && line == cl.want {
@@ -73,6 +76,9 @@ func callErr(op, name string, cl *call, err error) error {
 func opErr(op, name string, err error) error {
 	if redis.HasErrorPrefix(err, "WRONGTYPE") {
 		return fmt.Errorf("%w: %s %q: %w", ErrWrongType, op, name, err)
+	}
+	if isUnknownCommand(err) && strings.Contains(strings.ToLower(err.Error()), "'eval") {
+		return fmt.Errorf("%w: %s %q: %w", ErrNoScripting, op, name, err)
 	}
 	return fmt.Errorf("redisfilter: %s %q: %w", op, name, err)
 }

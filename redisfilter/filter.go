@@ -22,8 +22,11 @@ const MaxPartBits = 1 << 32
 type Options struct {
 	// Scheme is the hashing scheme of a native filter; zero means bloom.Guava64. It also picks
 	// the sizing rule: Guava's for Guava64 and Guava32, RedisBloom's (one non-scaling link) for
-	// RedisBloom64, Redisson's (exact size) for Redisson. Redisson-layout filters always use
-	// bloom.Redisson.
+	// RedisBloom64, Redisson's (exact size) for Redisson. Redisson-layout filters (NewRedisson,
+	// OpenRedisson) hash with bloom.Redisson when Scheme is zero, as Redisson does, and with
+	// Scheme when it is set (for Java code that keeps Redisson's config hash and bitmap but
+	// computes positions another way), always over Redisson's exact size. Plain-layout filters
+	// ignore it: their PlainParams name the scheme.
 	Scheme bloom.Scheme
 
 	// PartBits is the most bits a native filter keeps in one Redis key; a larger filter is split
@@ -82,7 +85,9 @@ type Filter struct {
 	client   redis.UniversalClient
 	name     string
 	redisson bool
-	counting bool // 4-bit counters instead of bits (CountingFilter)
+	plain    bool     // one string of bits, nothing beside it (NewPlain)
+	order    BitOrder // the plain layout's bit order
+	counting bool     // 4-bit counters instead of bits (CountingFilter)
 	scheme   bloom.Scheme
 	m        uint64 // modulus: positions are reduced into [0, m)
 	k        int
@@ -320,6 +325,9 @@ func (f *Filter) script() *redis.Script {
 	if f.redisson {
 		return redissonScript
 	}
+	if f.plain {
+		return plainScript
+	}
 	return nativeScript
 }
 
@@ -339,8 +347,12 @@ func (f *Filter) Scheme() bloom.Scheme { return f.scheme }
 // larger than PartBits).
 func (f *Filter) Parts() int { return len(f.parts) }
 
-// Keys returns the Redis keys of the filter: for each part, its parameter hash and its data key.
+// Keys returns the Redis keys of the filter: for each part, its parameter hash and its data key;
+// for the plain layout, its one key.
 func (f *Filter) Keys() []string {
+	if f.plain {
+		return []string{f.name}
+	}
 	var keys []string
 	for _, pt := range f.parts {
 		keys = append(keys, pt.meta, pt.data)
@@ -486,23 +498,35 @@ func (f *Filter) calls(op string, keys [][]byte, base int, out []bool) []*call {
 // offset is the SETBIT offset of bit b of a part. Redis numbers bits from the most significant
 // bit of each byte; the native layout flips that within each byte so that the string's bytes are
 // the little-endian words of a bloom.Filter (bit b in byte b>>3 under mask 1<<(b&7)), and GET
-// returns exactly what bloom.Filter.WriteAt takes. Redisson's layout keeps SETBIT's order, and
-// counting filters address counter b (BITFIELD's #b).
+// returns exactly what bloom.Filter.WriteAt takes. Redisson's layout keeps SETBIT's order, the
+// plain layout takes the caller's BitOrder, and counting filters address counter b (BITFIELD's #b).
 func (f *Filter) offset(b uint64) uint64 {
-	if f.redisson || f.counting {
+	if f.redisson || f.counting || (f.plain && f.order == SetBitOrder) {
 		return b
 	}
 	return b ^ 7
 }
 
-// Snapshot copies the filter into a new in-process bloom.Filter with the same scheme, size and
-// k, which answers every Test exactly as this filter does at the moment each part is read (a
-// split filter's parts are read one by one, not atomically together). It reads the whole
-// filter: up to 512 MB per part.
+// Snapshot copies the filter into a new in-process bloom.Filter with the same scheme, modulus
+// and k (made by bloom.NewExact, so a modulus that is not whole words is kept as it is), which
+// answers every Test exactly as this filter does at the moment each part is read (a split
+// filter's parts are read one by one, not atomically together). It reads the whole filter: up
+// to 512 MB per part. A plain-layout string longer than the handle's M allows is refused with
+// ErrConfigMismatch.
 func (f *Filter) Snapshot(ctx context.Context) (*bloom.Filter, error) {
-	dst, err := bloom.NewWithParams(f.m, f.k, f.scheme)
+	dst, err := bloom.NewExact(f.m, f.k, f.scheme)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
+	if f.plain {
+		raw, err := f.client.Get(ctx, f.name).Bytes()
+		if err != nil && !errors.Is(err, redis.Nil) {
+			return nil, opErr("snapshot", f.name, err)
+		}
+		if err := DecodePlain(dst, raw, f.order); err != nil {
+			return nil, fmt.Errorf("%w: snapshot %q: %w", ErrConfigMismatch, f.name, err)
+		}
+		return dst, nil
 	}
 	for i, pt := range f.parts {
 		pipe := f.client.Pipeline()
@@ -547,6 +571,41 @@ func (f *Filter) Snapshot(ctx context.Context) (*bloom.Filter, error) {
 		}
 	}
 	return dst, nil
+}
+
+// DecodePlain ORs into dst the bits of raw, the bytes of a plain-layout Redis string (GET's
+// reply) stored in the given bit order, so that dst then answers every Test as the plain filter
+// with dst's modulus, k and scheme does. raw may be shorter than the filter (its writers have not
+// reached its last bits) but not longer than ceil(m/8) bytes, m being dst's modulus; a longer one
+// is refused with an error, leaving dst unchanged. It reorders raw's bytes in place. dst must not
+// be in use by other goroutines.
+func DecodePlain(dst *bloom.Filter, raw []byte, order BitOrder) error {
+	if dst == nil {
+		return fmt.Errorf("%w: nil filter", ErrInvalid)
+	}
+	if order != SetBitOrder && order != WordOrder {
+		return fmt.Errorf("%w: unknown bit order %d", ErrInvalid, order)
+	}
+	if max := (dst.M() + 7) / 8; uint64(len(raw)) > max {
+		return fmt.Errorf("the string holds %d bytes, more than the %d that m=%d allows; its writers use a larger m", len(raw), max, dst.M())
+	}
+	if order == SetBitOrder {
+		for j, c := range raw {
+			raw[j] = bits.Reverse8(c)
+		}
+	}
+	// OR the bytes in word by word: WriteAt would replace them, losing what dst already holds.
+	for off := 0; off < len(raw); off += 8 {
+		var word [8]byte
+		dst.ReadAt(word[:], int64(off))
+		for j := range min(8, len(raw)-off) {
+			word[j] |= raw[off+j]
+		}
+		if _, err := dst.WriteAt(word[:], int64(off)); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func str(v any) string {

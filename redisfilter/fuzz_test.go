@@ -5,6 +5,8 @@ import (
 	"regexp"
 	"strconv"
 	"testing"
+
+	"github.com/bloomd/bloom"
 )
 
 // The parameter lines come from Redis, where anyone with access may have written anything: the
@@ -67,6 +69,54 @@ func FuzzJavaDouble(f *testing.F) {
 		back, err := strconv.ParseFloat(s, 64)
 		if err != nil || back != v {
 			t.Fatalf("javaDouble(%g) = %q parses back as %g, %v", v, s, back, err)
+		}
+	})
+}
+
+// A plain-layout string is whatever the programs sharing the key wrote: DecodePlain must refuse
+// one longer than the filter allows, leaving the filter untouched, and otherwise set exactly the
+// string's bits (in the given order) within the filter's bytes.
+func FuzzDecodePlain(f *testing.F) {
+	f.Add([]byte{0x80, 0x01}, uint16(16), uint8(1))
+	f.Add([]byte{0xff, 0xff, 0xff}, uint16(17), uint8(2))
+	f.Add([]byte{}, uint16(1), uint8(1))
+	f.Add([]byte{1, 2, 3, 4, 5, 6, 7, 8, 9}, uint16(65), uint8(3))
+	f.Fuzz(func(t *testing.T, raw []byte, m16 uint16, order uint8) {
+		m := uint64(m16)%4096 + 1
+		dst, err := bloom.NewExact(m, 3, bloom.Guava32)
+		if err != nil {
+			t.Fatal(err)
+		}
+		orig := append([]byte(nil), raw...)
+		err = DecodePlain(dst, raw, BitOrder(order))
+		switch {
+		case order != 1 && order != 2:
+			if err == nil {
+				t.Fatalf("bit order %d accepted", order)
+			}
+			return
+		case uint64(len(orig)) > (m+7)/8:
+			if err == nil || dst.BitCount() != 0 {
+				t.Fatalf("a %d-byte string for m=%d: err %v, %d bits set", len(orig), m, err, dst.BitCount())
+			}
+			return
+		case err != nil:
+			t.Fatalf("a %d-byte string for m=%d: %v", len(orig), m, err)
+		}
+		got := make([]byte, dst.ByteLen())
+		dst.ReadAt(got, 0)
+		for b := uint64(0); b < uint64(len(got))*8; b++ {
+			var want bool
+			if byteIdx := b >> 3; byteIdx < uint64(len(orig)) {
+				if order == 1 { // SETBIT: offset b is bit 7-(b&7) of byte b>>3
+					want = orig[byteIdx]&(0x80>>(b&7)) != 0
+				} else {
+					want = orig[byteIdx]&(1<<(b&7)) != 0
+				}
+			}
+			if have := got[b>>3]&(1<<(b&7)) != 0; have != want {
+				t.Fatalf("bit %d is %v, the string says %v", b, have, want)
+			}
 		}
 	})
 }

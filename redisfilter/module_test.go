@@ -212,3 +212,22 @@ func formatAny(v any) string {
 	}
 	return ""
 }
+
+// TestScriptsOnBloomd: the constructors that run Lua scripts fail on bloomd (which has none) with
+// ErrNoScripting, whose message points to NewModule.
+func TestScriptsOnBloomd(t *testing.T) {
+	c := bloomdClient(t)
+	ctx := ctxT(t)
+	name := uniqueName(t)
+	for what, call := range map[string]func() error{
+		"New":         func() error { _, err := New(ctx, c, name, 1000, 0.01, nil); return err },
+		"NewScalable": func() error { _, err := NewScalable(ctx, c, name, 1000, 0.01, nil); return err },
+		"NewCounting": func() error { _, err := NewCounting(ctx, c, name, 1000, 0.01, nil); return err },
+		"NewRedisson": func() error { _, err := NewRedisson(ctx, c, name, 1000, 0.01, nil); return err },
+	} {
+		err := call()
+		if !errors.Is(err, ErrNoScripting) || !strings.Contains(err.Error(), "use NewModule") {
+			t.Errorf("%s on bloomd: %v", what, err)
+		}
+	}
+}

@@ -21,7 +21,8 @@ const redissonMaxSize = 4294967294
 
 // NewRedisson returns a handle to the Redisson RBloomFilter called name, as Redisson's
 // getBloomFilter(name, StringCodec.INSTANCE).tryInit(n, p) would make it: size and k by
-// Redisson's rule (Guava's formulas, size not rounded), the HighwayHash scheme (bloom.Redisson),
+// Redisson's rule (Guava's formulas, size not rounded), the HighwayHash scheme (bloom.Redisson,
+// unless opt.Scheme names another),
 // the bitmap at key name and the config hash at "{name}:config" (or "name:config" when name
 // already contains '{'), its fields written as Redisson's StringCodec writes them. A Java service
 // using Redisson with StringCodec and this handle answer alike for the same strings.
@@ -44,7 +45,7 @@ func NewRedisson(ctx context.Context, c redis.UniversalClient, name string, n ui
 	if err != nil {
 		return nil, err
 	}
-	f := newRedisson(c, name, o, m, k, n, p, u64(n), javaDouble(p))
+	f := newRedisson(c, name, o, redissonScheme(opt), m, k, n, p, u64(n), javaDouble(p))
 	err = f.init(ctx, "new")
 	if errors.Is(err, ErrConfigMismatch) {
 		// Redisson compares only size and hashIterations; accept a config that states the same
@@ -96,12 +97,21 @@ func OpenRedisson(ctx context.Context, c redis.UniversalClient, name string, opt
 		return nil, fmt.Errorf("%w: Redisson filter %q has a config this package cannot use: size=%q hashIterations=%q expectedInsertions=%q falseProbability=%q",
 			ErrConfigMismatch, name, str[0], str[1], str[2], str[3])
 	}
-	return newRedisson(c, name, o, m, k, n, p, str[2], str[3]), nil
+	return newRedisson(c, name, o, redissonScheme(opt), m, k, n, p, str[2], str[3]), nil
 }
 
-func newRedisson(c redis.UniversalClient, name string, o Options, m uint64, k int, n uint64, p float64, nStr, pStr string) *Filter {
-	o.Scheme = bloom.Redisson
-	f := &Filter{client: c, name: name, redisson: true, scheme: bloom.Redisson, m: m, k: k, n: n, p: p, partBits: MaxPartBits, opt: o}
+// redissonScheme is the hashing scheme of a Redisson-layout handle: opt.Scheme if set, else
+// Redisson's own.
+func redissonScheme(opt *Options) bloom.Scheme {
+	if opt != nil && opt.Scheme != 0 {
+		return opt.Scheme
+	}
+	return bloom.Redisson
+}
+
+func newRedisson(c redis.UniversalClient, name string, o Options, s bloom.Scheme, m uint64, k int, n uint64, p float64, nStr, pStr string) *Filter {
+	o.Scheme = s
+	f := &Filter{client: c, name: name, redisson: true, scheme: s, m: m, k: k, n: n, p: p, partBits: MaxPartBits, opt: o}
 	size, iters := u64(m), strconv.Itoa(k)
 	want := "redisson size=" + size + " hashIterations=" + iters + " expectedInsertions=" + nStr + " falseProbability=" + pStr
 	f.parts = []part{{meta: redissonConfigKey(name), data: name, check: []any{size, iters, nStr, pStr}, want: want}}

@@ -292,7 +292,7 @@ func TestRedissonCount(t *testing.T) {
 	checked := 0
 	for _, ce := range g.Counts {
 		name := uniqueName(t)
-		f := newRedisson(c, name, mustResolve(t), ce.Size, ce.K, 1, 0.5, "1", "0.5")
+		f := newRedisson(c, name, mustResolve(t), bloom.Redisson, ce.Size, ce.K, 1, 0.5, "1", "0.5")
 		for b := range ce.BitCount {
 			if err := c.SetBit(ctx, name, int64(b), 1).Err(); err != nil {
 				t.Fatal(err)

@@ -16,7 +16,7 @@ import (
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := server.Run(ctx, os.Args[1:], os.Stderr); err != nil {
+	if err := server.Run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
 		if !errors.Is(err, server.ErrUsage) && !errors.Is(err, server.ErrDamagedLog) {
 			fmt.Fprintln(os.Stderr, "bloomd:", err)
 		}

@@ -205,23 +205,69 @@ func TestCheckAOF(t *testing.T) {
 	d.stop(t)
 }
 
-// TestBloomdCommandLine checks --help, a bad flag and a config file.
+// TestBloomdCommandLine checks --help and --version (standard output, exit 0), a bad setting
+// (one line naming it on standard error, exit 1), a config file, and that "bloomd version" is
+// the version rather than a config file name.
 func TestBloomdCommandLine(t *testing.T) {
 	bin := build(t)
-	out, err := exec.Command(bin, "--help").CombinedOutput()
-	if err != nil || !strings.Contains(string(out), "Usage: bloomd") {
-		t.Fatalf("--help: %v\n%s", err, out)
+	run := func(args ...string) (stdout, stderr string, code int) {
+		t.Helper()
+		cmd := exec.Command(bin, args...)
+		cmd.Dir = t.TempDir()
+		var o, e bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &o, &e
+		err := cmd.Run()
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		return o.String(), e.String(), code
 	}
-	out, err = exec.Command(bin, "--prot", "1").CombinedOutput()
-	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 || !strings.Contains(string(out), "unknown option --prot") {
-		t.Fatalf("--prot: %v\n%s", err, out)
+	for _, args := range [][]string{{"--help"}, {"-h"}, {"help"}} {
+		if out, errOut, code := run(args...); code != 0 || !strings.HasPrefix(out, "Usage: bloomd") || errOut != "" {
+			t.Errorf("%q: exit %d, stdout %q, stderr %q", args, code, out, errOut)
+		}
+	}
+	for _, args := range [][]string{{"--version"}, {"version"}} {
+		if out, errOut, code := run(args...); code != 0 || !strings.HasPrefix(out, "bloomd v=") || errOut != "" {
+			t.Errorf("%q: exit %d, stdout %q, stderr %q", args, code, out, errOut)
+		}
+	}
+	for args, want := range map[string]string{
+		"--prot 1":       "bloomd: unknown setting --prot; did you mean --port? (bloomd --help lists every setting)\n",
+		"--port 99999":   "bloomd: port: argument must be an integer between 0 and 65535\n",
+		"--appendonly x": "bloomd: appendonly: argument must be 'yes' or 'no'\n",
+	} {
+		if out, errOut, code := run(strings.Fields(args)...); code != 1 || out != "" || errOut != want {
+			t.Errorf("%s: exit %d, stdout %q, stderr %q (want %q)", args, code, out, errOut, want)
+		}
 	}
 	conf := filepath.Join(t.TempDir(), "bloomd.conf")
 	os.WriteFile(conf, []byte("port 0\n"), 0o644)
-	cmd := exec.Command(bin, conf)
-	cmd.Dir = t.TempDir()
-	out, err = cmd.CombinedOutput()
-	if err == nil || !strings.Contains(string(out), "nothing to listen on") {
-		t.Fatalf("config file with port 0: %v\n%s", err, out)
+	if _, errOut, code := run(conf); code != 1 || !strings.Contains(errOut, "nothing to listen on") {
+		t.Fatalf("config file with port 0: exit %d\n%s", code, errOut)
+	}
+}
+
+// TestBloomdStartLog: a --dir that does not exist is created, and the start-up log names the
+// version, the pid, the absolute data directory, the persistence settings, the bind addresses
+// and whether a password is set.
+func TestBloomdStartLog(t *testing.T) {
+	bin := build(t)
+	dir := filepath.Join(t.TempDir(), "new", "data")
+	d := start(t, bin, dir, "--appendfsync", "always", "--save", "60 5")
+	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+		t.Fatalf("--dir %s was not created: %v", dir, err)
+	}
+	d.stop(t)
+	log := d.stderr.String()
+	for _, want := range []string{
+		"created the data directory", "version=", fmt.Sprintf("pid=%d", d.cmd.Process.Pid), "dir=" + dir,
+		"appendonly=yes", "appendfsync=always", `save="60 5"`, "bind=127.0.0.1", "password=no", "protected-mode=yes",
+	} {
+		if !strings.Contains(log, want) {
+			t.Errorf("start-up log lacks %q:\n%s", want, log)
+		}
 	}
 }

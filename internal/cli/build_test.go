@@ -150,7 +150,7 @@ func TestBuildWarnsWhenOverfull(t *testing.T) {
 	if !strings.Contains(stdout, "warning:") || !strings.Contains(stdout, "exceed -n 1,000") || !strings.Contains(stdout, "--type scalable") {
 		t.Errorf("no overfull warning: %q", stdout)
 	}
-	stdout = run(t, "", "build", "-n", "1000", "--type", "scalable", "-o", out, testdata("items/nums.txt.gz")).ok(t)
+	stdout = run(t, "", "build", "-n", "1000", "--type", "scalable", "--force", "-o", out, testdata("items/nums.txt.gz")).ok(t)
 	if strings.Contains(stdout, "warning:") {
 		t.Errorf("a scalable filter warned: %q", stdout)
 	}
@@ -163,7 +163,7 @@ func TestBuildProgress(t *testing.T) {
 	if r.ok(t); r.stderr != "" {
 		t.Errorf("unforced progress on a non-terminal: %q", r.stderr)
 	}
-	r = run(t, "", "build", "--progress", "-n", "20000", "-o", out, testdata("items/nums.txt.gz"))
+	r = run(t, "", "build", "--progress", "--force", "-n", "20000", "-o", out, testdata("items/nums.txt.gz"))
 	r.ok(t)
 	if !strings.Contains(r.stderr, "adding") {
 		t.Errorf("--progress drew nothing: %q", r.stderr)

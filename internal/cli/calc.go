@@ -243,7 +243,7 @@ func printRows(w io.Writer, rows []calcRow, n uint64) {
 		}
 		k := strconv.Itoa(r.k)
 		if r.sectors != 0 {
-			k += fmt.Sprintf(" (%d sectors)", r.sectors)
+			k += fmt.Sprintf(" (%s)", plural(uint64(r.sectors), "sector"))
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%.2f\n", r.rule, group(r.m), bloom.FormatBytes((r.m+7)/8), k, float64(r.m)/float64(n))
 	}

@@ -19,6 +19,7 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"golang.org/x/term"
 )
 
@@ -112,8 +113,15 @@ Exit status: 0 on success, 2 on error; bloom test exits 0 if any item may be pre
 			}
 			return nil
 		},
-		RunE: func(cmd *cobra.Command, args []string) error { return cmd.Help() },
+		RunE: func(cmd *cobra.Command, args []string) error {
+			// No subcommand is a usage error: the usage goes to stderr, the status is 2.
+			cmd.SetOut(e.stderr)
+			cmd.Help()
+			return exitStatus(exitError)
+		},
+		Version: version(),
 	}
+	root.SetVersionTemplate("bloom {{.Version}}\n")
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return fmt.Errorf("%w; run '%s --help' for usage", err, c.CommandPath())
 	})
@@ -127,7 +135,25 @@ Exit status: 0 on success, 2 on error; bloom test exits 0 if any item may be pre
 		newPushCmd(e),
 		newPullCmd(e),
 	)
+	// A format flag's zero value means "detected" or "as the input": each flag's usage says
+	// which, so pflag's "(default auto)" would only repeat it, wrongly.
+	for _, c := range root.Commands() {
+		c.Flags().VisitAll(func(f *pflag.Flag) {
+			if _, ok := f.Value.(*fileFormat); ok && f.DefValue == formatAuto.String() {
+				f.DefValue = ""
+			}
+		})
+	}
 	return root
+}
+
+// version is the module's version when the command was built with go install ...@version, and
+// "devel" when built from a checkout.
+func version() string {
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		return bi.Main.Version
+	}
+	return "devel"
 }
 
 // isTerminal reports whether w is a terminal.

@@ -92,3 +92,52 @@ func TestUnknownCommandAndFlag(t *testing.T) {
 	run(t, "", "frobnicate").fails(t, "unknown command", "frobnicate", "bloom --help")
 	run(t, "", "calc", "--frob").fails(t, "unknown flag: --frob", "bloom calc --help")
 }
+
+// TestRootUsage: bare bloom is a usage error (usage on stderr, status 2); --version prints the
+// version on stdout.
+func TestRootUsage(t *testing.T) {
+	r := run(t, "")
+	if r.code != exitError || r.stdout != "" || !strings.Contains(r.stderr, "Usage:") {
+		t.Fatalf("bare bloom: status %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+	}
+	if out := run(t, "", "--version").ok(t); !strings.HasPrefix(out, "bloom ") {
+		t.Fatalf("--version: %q", out)
+	}
+}
+
+// TestFlagDefaultsSaidOnce: no flag's help states its default twice, or "(default auto)".
+func TestFlagDefaultsSaidOnce(t *testing.T) {
+	for _, sub := range []string{"build", "calc", "test", "info", "merge", "convert", "push", "pull"} {
+		out := run(t, "", sub, "--help").ok(t)
+		for _, line := range strings.Split(out, "\n") {
+			if strings.Count(line, "default") > 1 || strings.Contains(line, "(default auto)") {
+				t.Errorf("bloom %s --help: %q", sub, line)
+			}
+		}
+	}
+}
+
+// TestOutputNeedsForce: every command that writes a filter file refuses to replace one without
+// --force, before doing any work, and names the user's path when the directory is missing.
+func TestOutputNeedsForce(t *testing.T) {
+	items := testdata("items/nums.txt.gz")
+	f := tempPath(t, "f.bloom")
+	run(t, "", "build", "-n", "1000", "-o", f, items).ok(t)
+	before := mustRead(t, f)
+	run(t, "", "build", "-n", "2000", "-o", f, items).fails(t, f+" already exists; pass --force to replace it")
+	run(t, "", "convert", f, f, "--to", "guava").fails(t, "already exists; pass --force")
+	run(t, "", "merge", f, f, "-o", f).fails(t, "already exists; pass --force")
+	if !bytes.Equal(before, mustRead(t, f)) {
+		t.Fatal("a refused command changed the file")
+	}
+	run(t, "", "build", "-n", "2000", "--force", "-o", f, items).ok(t)
+	if bytes.Equal(before, mustRead(t, f)) {
+		t.Fatal("--force did not replace the file")
+	}
+	missing := filepath.Join(t.TempDir(), "no", "such", "x.bloom")
+	r := run(t, "", "build", "-n", "10", "-o", missing, items)
+	r.fails(t, "cannot write "+missing+": the directory "+filepath.Dir(missing)+" does not exist")
+	if strings.Contains(r.stderr, ".tmp") {
+		t.Fatalf("the error names the temporary file: %q", r.stderr)
+	}
+}

@@ -8,6 +8,7 @@ import (
 
 func newConvertCmd(e *env) *cobra.Command {
 	var from, to fileFormat
+	var force bool
 	cmd := &cobra.Command{
 		Use:   "convert IN OUT --to native|guava|redisbloom",
 		Short: "Rewrite a filter file in another format",
@@ -29,11 +30,14 @@ the fix is always to rebuild from the items with bloom build.`,
 			if to == formatAuto {
 				return fmt.Errorf("no output format: give --to native, guava or redisbloom")
 			}
+			if err := checkOutput(args[1], force); err != nil {
+				return err
+			}
 			f, err := readFilter(args[0], from, e.stdin)
 			if err != nil {
 				return err
 			}
-			if err := writeFilter(e, args[1], f, to); err != nil {
+			if err := writeFilter(e, args[1], f, to, force); err != nil {
 				return fmt.Errorf("%s cannot be converted to %s: %w", args[0], to, err)
 			}
 			if args[1] != "-" {
@@ -43,6 +47,7 @@ the fix is always to rebuild from the items with bloom build.`,
 		},
 	}
 	cmd.Flags().Var(&from, "from", fromHelp)
-	cmd.Flags().Var(&to, "to", "output format: native, guava or redisbloom")
+	cmd.Flags().Var(&to, "to", "output format: native, guava or redisbloom (required)")
+	cmd.Flags().BoolVar(&force, "force", false, forceHelp)
 	return cmd
 }

@@ -48,7 +48,8 @@ func TestConvertRoundTrips(t *testing.T) {
 		t.Error("redisbloom -> redisbloom changed the bytes")
 	}
 	// In place: IN and OUT may be the same file.
-	run(t, "", "convert", native, native, "--to", "native").ok(t)
+	run(t, "", "convert", native, native, "--to", "native").fails(t, "already exists; pass --force")
+	run(t, "", "convert", "--force", native, native, "--to", "native").ok(t)
 	run(t, "", "info", native).ok(t)
 }
 

@@ -146,11 +146,29 @@ func fileError(name string, format fileFormat, err error) error {
 	return fmt.Errorf("%s: %w", name, err)
 }
 
+// forceHelp is the usage of the --force flag of every command that writes a filter file.
+const forceHelp = "replace the output file if it exists"
+
+// checkOutput refuses to replace an existing file at path unless force is set: the one rule of
+// every command that writes a filter, files (build, convert, merge, pull) and keys (push) alike.
+func checkOutput(path string, force bool) error {
+	if path == "-" || force {
+		return nil
+	}
+	if _, err := os.Lstat(path); err == nil {
+		return fmt.Errorf("%s already exists; pass --force to replace it", path)
+	}
+	return nil
+}
+
 // writeFilter writes f to path in the given format, atomically: it writes a temporary file in
 // the same directory and renames it over path only once everything is written and synced, so an
 // error or an interrupt never leaves a half-written filter. "-" writes to stdout, which must
 // not be a terminal.
-func writeFilter(e *env, path string, f *filter, to fileFormat) error {
+func writeFilter(e *env, path string, f *filter, to fileFormat, force bool) error {
+	if err := checkOutput(path, force); err != nil {
+		return err
+	}
 	write, err := f.encoder(to)
 	if err != nil {
 		return err
@@ -168,7 +186,15 @@ func writeFilter(e *env, path string, f *filter, to fileFormat) error {
 	dir := filepath.Dir(path)
 	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp*")
 	if err != nil {
-		return fmt.Errorf("cannot write the filter: %w", pathError(err))
+		// Name the user's path, not the temporary file's (whose directory is the same).
+		if fi, serr := os.Stat(dir); serr != nil || !fi.IsDir() {
+			return fmt.Errorf("cannot write %s: the directory %s does not exist", path, dir)
+		}
+		var pe *os.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return fmt.Errorf("cannot write %s: %w", path, err)
 	}
 	defer os.Remove(tmp.Name()) // a no-op after the rename
 	bw := bufio.NewWriterSize(tmp, 1<<20)
@@ -189,7 +215,11 @@ func writeFilter(e *env, path string, f *filter, to fileFormat) error {
 		err = os.Rename(tmp.Name(), path)
 	}
 	if err != nil {
-		return fmt.Errorf("writing %s: %w", path, pathError(err))
+		var pe *os.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return fmt.Errorf("writing %s: %w", path, err)
 	}
 	if d, err := os.Open(dir); err == nil { // make the rename durable
 		d.Sync()

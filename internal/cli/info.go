@@ -97,7 +97,7 @@ func printDescription(w io.Writer, d description) {
 		}
 		row("links", "%s", links)
 	}
-	capNote := "items, where k is optimal"
+	capNote := fmt.Sprintf("items (m·ln2/k, the count for which k=%d is optimal: within 1/(2k) of the -n it was built for, as k is rounded)", d.K)
 	if d.Links > 0 {
 		capNote = "items in the links so far"
 	}

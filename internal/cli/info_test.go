@@ -12,7 +12,7 @@ func TestInfo(t *testing.T) {
 	for _, want := range []string{
 		"format:      guava", "type:        classic", "scheme:      guava64",
 		"bits:        28,800 (3.5 KiB)", // 450 longs
-		"k:           10", "capacity:    1,996 items, where k is optimal",
+		"k:           10", "capacity:    1,996 items (m·ln2/k, the count for which k=10 is optimal",
 		"count:       2,023", "(estimated from the bits set)", "fill ratio:", "fpp now:",
 	} {
 		if !strings.Contains(out, want) {

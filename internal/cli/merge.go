@@ -13,6 +13,7 @@ import (
 func newMergeCmd(e *env) *cobra.Command {
 	var from, to fileFormat
 	var out string
+	var force bool
 	cmd := &cobra.Command{
 		Use:   "merge A B... -o OUT",
 		Short: "Write the union of compatible filters",
@@ -32,6 +33,9 @@ cannot be merged (adding counters is not what the library offers).`,
 			if out == "" {
 				return fmt.Errorf("no output file: give -o OUT")
 			}
+			if err := checkOutput(out, force); err != nil {
+				return err
+			}
 			var acc *filter
 			for _, path := range args {
 				f, err := readFilter(path, from, e.stdin)
@@ -49,7 +53,7 @@ cannot be merged (adding counters is not what the library offers).`,
 			if to == formatAuto {
 				to = acc.format
 			}
-			if err := writeFilter(e, out, acc, to); err != nil {
+			if err := writeFilter(e, out, acc, to, force); err != nil {
 				return err
 			}
 			if out != "-" {
@@ -62,6 +66,7 @@ cannot be merged (adding counters is not what the library offers).`,
 	cmd.Flags().Var(&from, "from", fromHelp)
 	cmd.Flags().Var(&to, "to", "output format: native, guava or redisbloom (default: the first input's)")
 	cmd.Flags().StringVarP(&out, "output", "o", "", `file to write ("-" for stdout)`)
+	cmd.Flags().BoolVar(&force, "force", false, forceHelp)
 	return cmd
 }
 

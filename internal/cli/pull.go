@@ -7,13 +7,16 @@ import (
 
 	"github.com/bloomd/bloom"
 	"github.com/bloomd/bloom/redisbloom"
+	"github.com/bloomd/bloom/redisfilter"
 	"github.com/redis/go-redis/v9"
 	"github.com/spf13/cobra"
 )
 
 func newPullCmd(e *env) *cobra.Command {
 	to := formatRedisBloom
+	var force bool
 	var rf remoteFlags
+	var pf plainFlags
 	cmd := &cobra.Command{
 		Use:   "pull " + urlForm + " FILE",
 		Short: "Copy a filter out of bloomd or Redis with RedisBloom",
@@ -25,10 +28,17 @@ sub-filter. A progress bar is drawn on stderr when it is a terminal.
 Every chunk is checked against the header before it is used, and FILE is written only once
 the whole filter has arrived. Items added while the pull runs may be partly included: pull
 when writers are quiet for an exact copy. Without a password in the URL, REDISCLI_AUTH
-gives one.`,
+gives one.
+
+With --m --k --scheme --bit-order, or --rule spring-helper -n -p, pull reads a plain Redis
+string of bits instead (as Java services keep with SETBIT and the Spring BloomFilterHelper), with
+one GET, and writes it as a native file (--to native, the default then). The string must not be
+longer than m bits allow.`,
 		Example: `  bloom pull redis://localhost:6379/seen seen.bfdump
   bloom pull rediss://:s3cret@cache.internal:6380/seen seen.bfdump
-  bloom pull redis://localhost/users users.bloom --to native`,
+  bloom pull redis://localhost/users users.bloom --to native
+  bloom pull redis://localhost/bloom:users users.bloom --rule spring-helper -n 1000000 -p 0.01
+  bloom pull redis://localhost/bloom:users users.bloom --m 9585058 --k 7 --scheme guava32 --bit-order setbit`,
 		Args: argsUsage(2, 2, "bloom pull "+urlForm+" FILE"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			t, err := parseRedisURL(args[0])
@@ -38,12 +48,38 @@ gives one.`,
 			if to == formatAuto {
 				return fmt.Errorf("--to: give native, guava or redisbloom")
 			}
+			if err := checkOutput(args[1], force); err != nil {
+				return err // before pulling anything
+			}
+			var params redisfilter.PlainParams
+			if pf.given() {
+				if params, err = pf.params(); err != nil {
+					return err
+				}
+				if !cmd.Flags().Changed("to") {
+					to = formatNative
+				}
+			}
 			ctx := cmd.Context()
 			c, err := rf.connect(ctx, t)
 			if err != nil {
 				return err
 			}
 			defer c.Close()
+			if pf.given() {
+				snap, err := pullPlain(ctx, c, t, params)
+				if err != nil {
+					return err
+				}
+				if err := writeFilter(e, args[1], &filter{native: snap, format: formatNative}, to, force); err != nil {
+					return err
+				}
+				if args[1] != "-" {
+					fmt.Fprintf(e.stdout, "pulled %s to %s: %s, %s, about %s\n", t.display, args[1],
+						bloom.FormatBytes(uint64(params.M+7)/8), params, plural(snap.ApproximateCount(), "item"))
+				}
+				return nil
+			}
 			scandump := func(it int64) (int64, []byte, error) {
 				v, err := c.Do(ctx, "BF.SCANDUMP", t.key, it).Slice()
 				if err != nil {
@@ -120,7 +156,7 @@ gives one.`,
 			if err != nil {
 				return err
 			}
-			if err := writeFilter(e, args[1], &filter{chain: chain, format: formatRedisBloom}, to); err != nil {
+			if err := writeFilter(e, args[1], &filter{chain: chain, format: formatRedisBloom}, to, force); err != nil {
 				return err
 			}
 			if args[1] != "-" {
@@ -130,7 +166,9 @@ gives one.`,
 			return nil
 		},
 	}
-	cmd.Flags().Var(&to, "to", "format of FILE: redisbloom (default), native (one sub-filter only) or guava (never: RedisBloom's hashing is not Guava's)")
+	cmd.Flags().Var(&to, "to", "format of FILE: redisbloom, native (one sub-filter only; used for a plain key when --to is not given) or guava (never for RedisBloom: its hashing is not Guava's)")
+	cmd.Flags().BoolVar(&force, "force", false, forceHelp)
 	rf.register(cmd)
+	pf.register(cmd)
 	return cmd
 }

@@ -96,14 +96,14 @@ func TestPushPullRoundTrip(t *testing.T) {
 	if r.ok(t); !strings.Contains(r.stderr, "pushing") || strings.Contains(r.stdout, "pushing") {
 		t.Errorf("push --progress: stdout %q, stderr %q", r.stdout, r.stderr)
 	}
-	r = run(t, "", "pull", "--progress", url, back)
+	r = run(t, "", "pull", "--progress", "--force", url, back)
 	if r.ok(t); !strings.Contains(r.stderr, "pulling") {
 		t.Errorf("pull --progress: stderr %q", r.stderr)
 	}
 
 	// The server's own additions come back too.
 	exec(s, "BF.ADD", "crawler:seen", "added on the server")
-	run(t, "", "pull", url, back).ok(t)
+	run(t, "", "pull", "--force", url, back).ok(t)
 	if got := run(t, "", "test", back, "added on the server", "4999").ok(t); got != "maybe\nmaybe\n" {
 		t.Errorf("pulled filter answers %q", got)
 	}

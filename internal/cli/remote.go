@@ -143,11 +143,21 @@ type remoteFlags struct {
 }
 
 func (rf *remoteFlags) register(cmd *cobra.Command) {
+	rf.registerConn(cmd)
+	rf.progress.register(cmd)
+}
+
+// registerConn registers the connection flags without the progress flags.
+func (rf *remoteFlags) registerConn(cmd *cobra.Command) {
 	f := cmd.Flags()
 	f.StringVar(&rf.cacert, "cacert", "", "rediss://: PEM file of the certificate authorities to trust instead of the system's")
 	f.BoolVar(&rf.insecure, "insecure", false, "rediss://: do not verify the server's certificate (testing only)")
 	f.DurationVar(&rf.timeout, "timeout", 30*time.Second, "how long one command may take (a chunk is up to 16 MiB)")
-	rf.progress.register(cmd)
+}
+
+// isRedisURL reports whether s names a server (redis:// or rediss://) rather than a file.
+func isRedisURL(s string) bool {
+	return strings.HasPrefix(s, "redis://") || strings.HasPrefix(s, "rediss://")
 }
 
 // connect returns a client for t and checks that the server answers. Without a password in

@@ -8,7 +8,8 @@ import (
 )
 
 // A Command holds one command's statistics, as Redis's INFO commandstats and latencystats
-// report them.
+// report them. Its recording methods do nothing on a nil *Command, so a command registered
+// without statistics costs nothing and breaks nothing.
 type Command struct {
 	name string
 
@@ -23,21 +24,40 @@ func (c *Command) Name() string { return c.name }
 // Add records calls completed calls that took ns nanoseconds in all. Callers sum many calls in
 // their own memory and add them at once.
 func (c *Command) Add(calls, ns int64) {
+	if c == nil {
+		return
+	}
 	c.calls.Add(calls)
 	c.ns.Add(ns)
 }
 
 // Observe records one call's duration in the command's latency histogram.
-func (c *Command) Observe(ns int64) { c.hist.Observe(ns) }
+func (c *Command) Observe(ns int64) {
+	if c != nil {
+		c.hist.Observe(ns)
+	}
+}
 
 // ObserveN records n calls of ns nanoseconds each: a timed call standing for untimed ones.
-func (c *Command) ObserveN(ns, n int64) { c.hist.ObserveN(ns, n) }
+func (c *Command) ObserveN(ns, n int64) {
+	if c != nil {
+		c.hist.ObserveN(ns, n)
+	}
+}
 
 // Reject records a call refused before it ran (unknown arguments count, authentication, memory).
-func (c *Command) Reject() { c.rejected.Add(1) }
+func (c *Command) Reject() {
+	if c != nil {
+		c.rejected.Add(1)
+	}
+}
 
 // Fail records a call that ran and answered an error.
-func (c *Command) Fail() { c.failed.Add(1) }
+func (c *Command) Fail() {
+	if c != nil {
+		c.failed.Add(1)
+	}
+}
 
 // A CommandSnapshot is a command's statistics at one moment.
 type CommandSnapshot struct {

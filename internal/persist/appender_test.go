@@ -8,21 +8,41 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
-// faultFS is the operating system's file system with writes that fail on demand.
+// faultFS is the operating system's file system with writes, file syncs and directory syncs
+// that fail on demand: always while failWrites is set, or for the next n calls counted by
+// writeFaults, syncFaults and dirSyncFaults.
 type faultFS struct {
 	OSFS
-	failWrites atomic.Bool
+	failWrites    atomic.Bool
+	writeFaults   atomic.Int32
+	syncFaults    atomic.Int32
+	dirSyncFaults atomic.Int32
 }
 
+// take reports whether a fault is due, consuming one from n.
+func take(n *atomic.Int32) bool {
+	for {
+		v := n.Load()
+		if v <= 0 {
+			return false
+		}
+		if n.CompareAndSwap(v, v-1) {
+			return true
+		}
+	}
+}
+
+// faultFile is not an *os.File, so syncFile calls its Sync.
 type faultFile struct {
 	*os.File
 	fs *faultFS
 }
 
 func (f faultFile) Write(p []byte) (int, error) {
-	if f.fs.failWrites.Load() {
+	if f.fs.failWrites.Load() || take(&f.fs.writeFaults) {
 		n := len(p) / 2 // a partial write, as a full disk leaves
 		f.File.Write(p[:n])
 		return n, errors.New("no space left on device (test)")
@@ -30,7 +50,12 @@ func (f faultFile) Write(p []byte) (int, error) {
 	return f.File.Write(p)
 }
 
-func (f faultFile) Fd() uintptr { return f.File.Fd() }
+func (f faultFile) Sync() error {
+	if take(&f.fs.syncFaults) {
+		return errors.New("input/output error (test fsync)")
+	}
+	return f.File.Sync()
+}
 
 func (fs *faultFS) OpenFile(name string, flag int, perm os.FileMode) (File, error) {
 	f, err := os.OpenFile(name, flag, perm)
@@ -38,6 +63,13 @@ func (fs *faultFS) OpenFile(name string, flag int, perm os.FileMode) (File, erro
 		return nil, err
 	}
 	return faultFile{f, fs}, nil
+}
+
+func (fs *faultFS) SyncDir(dir string) error {
+	if take(&fs.dirSyncFaults) {
+		return errors.New("input/output error (test directory sync)")
+	}
+	return fs.OSFS.SyncDir(dir)
 }
 
 func newTestLog(t *testing.T, fsys FS, dir string, seq uint64) *logFile {
@@ -189,6 +221,33 @@ func TestFailureIsSticky(t *testing.T) {
 		t.Fatalf("failed log: %d records, torn %v", len(r1.recs), r1.torn)
 	}
 	a.close()
+}
+
+// TestEverysecIdle: with appendfsync everysec, a log with nothing new written is not synced
+// again (as Redis skips it), and a write is synced within about two seconds.
+func TestEverysecIdle(t *testing.T) {
+	t.Parallel()
+	lf := newTestLog(t, OSFS{}, t.TempDir(), 1)
+	a := newAppender(lf, FsyncEverysec)
+	defer a.close()
+	time.Sleep(2200 * time.Millisecond)
+	if n := a.fsyncs.Load(); n != 0 {
+		t.Fatalf("%d syncs of an idle log in 2.2 s", n)
+	}
+	if err := a.Append([][]byte{[]byte("A"), []byte("1")})(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(2500 * time.Millisecond)
+	for a.fsyncs.Load() == 0 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if n := a.fsyncs.Load(); n != 1 {
+		t.Fatalf("%d syncs within 2.5 s of a write", n)
+	}
+	time.Sleep(1200 * time.Millisecond)
+	if n := a.fsyncs.Load(); n != 1 {
+		t.Fatalf("%d syncs: the log was synced again with nothing new", n)
+	}
 }
 
 func BenchmarkAppend(b *testing.B) {

@@ -48,13 +48,13 @@ func checkLog(fsys FS, path string, fix bool, out io.Writer) error {
 	}
 	good := sc.Records()
 	if sc.Torn() == nil && ce == nil {
-		fmt.Fprintf(out, "%s: log %d, %d records, %d bytes: OK\n", path, sc.Header().Seq, good, size)
+		fmt.Fprintf(out, "%s: log %d, %s, %s: OK\n", path, sc.Header().Seq, count(good, "record"), count(size, "byte"))
 		return nil
 	}
 	var cut int64
 	if t := sc.Torn(); t != nil {
 		cut = t.Offset
-		fmt.Fprintf(out, "%s: %d good records, then a torn record at byte offset %d: %s (%d bytes).\n", path, good, t.Offset, t.Reason, t.Bytes)
+		fmt.Fprintf(out, "%s: %s, then a torn record at byte offset %d: %s (%s).\n", path, count(good, "good record"), t.Offset, t.Reason, count(t.Bytes, "byte"))
 		fmt.Fprintf(out, "This is what a crash in the middle of a write leaves; bloomd drops it when it starts.\n")
 		if !fix {
 			return nil
@@ -65,10 +65,11 @@ func checkLog(fsys FS, path string, fix bool, out io.Writer) error {
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(out, "%s: %d good records, then damage at byte offset %d: %s.\n", path, good, ce.Offset, ce.Reason)
-		fmt.Fprintf(out, "After it, %d bytes hold %d more well-formed records, which a repair loses with the damaged one.\n", size-cut, lost)
+		fmt.Fprintf(out, "%s: %s, then damage at byte offset %d: %s.\n", path, count(good, "good record"), ce.Offset, ce.Reason)
+		fmt.Fprintf(out, "Those %s hold the damaged record and %s after it; a repair loses %s.\n",
+			count(size-cut, "byte"), count(lost, "more well-formed record"), count(lost+1, "record"))
 		if !fix {
-			fmt.Fprintf(out, "To truncate the log at byte offset %d (keeping the %d good records), run again with --fix.\n", cut, good)
+			fmt.Fprintf(out, "To truncate the log at byte offset %d (keeping %s), run again with --fix.\n", cut, count(good, "good record"))
 			return ErrDamaged
 		}
 		fmt.Fprintf(out, "Records lost: %d (the damaged record and %d after it).\n", lost+1, lost)
@@ -87,6 +88,14 @@ func checkLog(fsys FS, path string, fix bool, out io.Writer) error {
 	if err := w.Sync(); err != nil {
 		return fmt.Errorf("persist: truncating %s: %w", path, err)
 	}
-	fmt.Fprintf(out, "Truncated %s to %d bytes (%d bytes removed). It now holds %d records.\n", path, cut, size-cut, good)
+	fmt.Fprintf(out, "Truncated %s to %s (%s removed). It now holds %s.\n", path, count(cut, "byte"), count(size-cut, "byte"), count(good, "record"))
 	return nil
+}
+
+// count returns "1 record" or "n records" (the plural of the phrase's last word).
+func count[N int | int64](n N, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return fmt.Sprintf("%d %ss", n, what)
 }

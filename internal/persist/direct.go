@@ -22,7 +22,6 @@ type directWriter struct {
 	full chan []byte // buffers to write, in order
 	free chan []byte // buffers written
 	done chan error  // the writer goroutine's result, once full is closed
-	err  error       // the first write error, once seen
 }
 
 const (

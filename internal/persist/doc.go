@@ -58,6 +58,10 @@
 //     log in the order they happened (the server logs them under the locks that order them),
 //     and the key list of T is exact, so the replay repeats them on the keys as they were at T.
 //     A filter deleted or replaced after T keeps its memory until its bits are written.
+//   - Cuckoo filters (CF.*) are not built from commuting adds: an insertion moves fingerprints.
+//     Their writes are logged in the order they took effect on each filter, and the snapshot
+//     copies each cuckoo filter whole at T, inside the pause (a memory copy, not a walk over its
+//     slots), so the copy plus the log replays to the exact slots.
 //
 // Where the original order of two concurrent adds to one filter is not the order of their
 // records (two connections adding at one instant), a filter's counts and the link an item lands

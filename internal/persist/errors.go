@@ -41,3 +41,15 @@ func (e *CorruptError) Is(target error) bool { return target == bloom.ErrCorrupt
 func corrupt(file string, off int64, format string, args ...any) *CorruptError {
 	return &CorruptError{File: file, Offset: off, Reason: fmt.Sprintf(format, args...)}
 }
+
+// hintError is an error with advice for the operator: Error gives the error, a new line and
+// the advice; Unwrap gives the error, so errors.Is sees through it.
+type hintError struct {
+	err  error
+	hint string
+}
+
+func withHint(err error, hint string) error { return &hintError{err, hint} }
+
+func (e *hintError) Error() string { return e.err.Error() + "\n" + e.hint }
+func (e *hintError) Unwrap() error { return e.err }

@@ -240,8 +240,12 @@ func TestCheckLog(t *testing.T) {
 	d[offs[10]+recHeaderSize+3] ^= 0xff
 	os.WriteFile(path, d, 0o644)
 	out, err := check(false)
-	if !errors.Is(err, ErrDamaged) || !strings.Contains(out, fmt.Sprintf("byte offset %d", offs[10])) || !strings.Contains(out, "19 more well-formed records") {
-		t.Fatalf("damaged log: %v\n%s", err, out)
+	rest := int64(len(d)) - offs[10]
+	want := fmt.Sprintf("%s: 10 good records, then damage at byte offset %d: record checksum mismatch (%d bytes from there to the end of the log).\n"+
+		"Those %d bytes hold the damaged record and 19 more well-formed records after it; a repair loses 20 records.\n"+
+		"To truncate the log at byte offset %d (keeping 10 good records), run again with --fix.\n", path, offs[10], rest, rest, offs[10])
+	if !errors.Is(err, ErrDamaged) || out != want {
+		t.Fatalf("damaged log: %v\n%s\nwant\n%s", err, out, want)
 	}
 	if fi, _ := os.Stat(path); fi.Size() != int64(len(d)) {
 		t.Fatal("check without --fix changed the file")
@@ -256,6 +260,10 @@ func TestCheckLog(t *testing.T) {
 	}
 	if res := scan(fixed); !sameRecords(res.recs, recs[:10]) || res.torn != nil || res.err != nil {
 		t.Fatalf("fixed log: %d records, torn %v, err %v", len(res.recs), res.torn, res.err)
+	}
+
+	if got := count(1, "good record") + ", " + count(int64(2), "byte") + ", " + count(0, "record"); got != "1 good record, 2 bytes, 0 records" {
+		t.Errorf("count: %q", got)
 	}
 
 	// A torn tail: reported, not an error; --fix truncates it.

@@ -178,7 +178,7 @@ func (s *LogScanner) damaged(consumed int64, reason string) bool {
 	if zeros {
 		return s.tornAt(s.size-s.recOff, reason)
 	}
-	s.err = corrupt(s.name, s.recOff, "%s, and %d more bytes follow it", reason, s.size-s.recOff-consumed)
+	s.err = corrupt(s.name, s.recOff, "%s (%d bytes from there to the end of the log)", reason, s.size-s.recOff)
 	return false
 }
 

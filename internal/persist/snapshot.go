@@ -2,6 +2,7 @@ package persist
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -9,17 +10,19 @@ import (
 	"runtime"
 	"sync"
 
+	"github.com/bloomd/bloom"
 	"github.com/bloomd/bloom/redisbloom"
 )
 
 // The snapshot's format. Little-endian throughout; CRC-32C (Castagnoli) everywhere. Every size
 // is covered by a checksum and checked against what is left of the file before anything is
 // allocated for it, so that no damaged or crafted file makes the reader allocate more than the
-// file holds (and a filter's bit arrays are, in addition, checked against the memory limit).
+// file holds, except for a filter's bit arrays, whose zero blocks take no room in the file and
+// which are checked against the memory limit instead.
 //
 //	header, 44 bytes:
 //	0   8  magic "\x89BDSNAP\n"
-//	8   4  version, 1
+//	8   4  version, 2 (1 is read too: its pieces are plain, see below)
 //	12  4  flags, 0
 //	16  8  lineage: a random id shared by a snapshot and the logs that follow it
 //	24  8  sequence number of the first log that follows the snapshot
@@ -27,29 +30,40 @@ import (
 //	40  4  CRC-32C of bytes 0..39
 //
 //	then one section per key, and an end section. A section header, 32 bytes:
-//	0   1  kind: 1 filter, 2 string, 255 end
+//	0   1  kind: 1 filter, 2 string, 3 cuckoo filter, 255 end
 //	1   3  zero
 //	4   4  key length K
-//	8   4  meta length M: a filter's BF.SCANDUMP header (20 + 53·links), a string's value
+//	8   4  meta length M: a filter's BF.SCANDUMP header (20 + 53·links), a cuckoo filter's
+//	       CF.SCANDUMP header (38), a string's value
 //	12  8  expiry time, unix milliseconds, 0 for none
 //	20  8  data length D: a filter's bit arrays in bytes; for the end section, the number of keys
 //	28  4  CRC-32C of bytes 0..27
 //	then (not for the end section) the key, the meta, and the CRC-32C of key and meta;
 //	then, for a filter, its bit arrays (BF.SCANDUMP's byte layout), link by link, in pieces of
-//	at most 16 MiB that never span two links, each followed by its CRC-32C.
+//	at most 16 MiB that never span two links. A piece of n bytes is cut in blocks of 4 KiB (the
+//	last one shorter if n is not a multiple); it is written as a bitmap of ceil(n/4096) bits in
+//	ceil(n/32768) bytes (bit i of byte i/8 at 1<<(i%8): block i is not all zeros; the bits past
+//	the last block are zero), the blocks whose bit is set, in order, and the CRC-32C of bitmap
+//	and blocks. An empty filter thus costs a few bytes per 16 MiB, and a sparse one only the
+//	blocks its bits are in. (Version 1 wrote each piece's n bytes, then their CRC-32C.) A cuckoo
+//	filter's sub-filters' slots are written in plain pieces of at most 16 MiB, each its n bytes
+//	and their CRC-32C.
 //
 // The end section is the last bytes of the file: a snapshot cut short anywhere is refused.
 const (
 	snapMagic      = "\x89BDSNAP\n"
-	snapVersion    = 1
+	snapVersion    = 2 // sparse pieces
+	snapVersion1   = 1 // plain pieces
 	snapHeaderSize = 44
 	sectionSize    = 32
 
 	kindFilter = 1
 	kindString = 2
+	kindCuckoo = 3
 	kindEnd    = 255
 
 	pieceSize = redisbloom.MaxChunkSize
+	blockSize = 4096 // the unit of a piece's zero runs
 
 	// maxKeyOrValue bounds a key and a string value, like proto-max-bulk-len's largest setting.
 	maxKeyOrValue = 1<<31 - 1
@@ -80,6 +94,10 @@ type Item struct {
 	Expire int64             // unix ms; 0 for none
 	Chain  *redisbloom.Chain // the filter; nil for a string
 	Value  []byte            // a string's value
+
+	// Cuckoo is a cuckoo filter: a copy taken at the instant of the snapshot (cuckoo insertions
+	// move fingerprints, so unlike bits they cannot be copied while clients go on).
+	Cuckoo *bloom.Cuckoo
 
 	// A filter's links and counts at the instant of the snapshot: either its whole header
 	// (Chain.Header), or, cheaper to take while every client waits, its number of links
@@ -122,6 +140,9 @@ type Sink interface {
 	Filter(key []byte, expire int64, header []byte) (*redisbloom.Chain, error)
 	// String sets key to value. value is the reader's: keep it, it is not reused.
 	String(key, value []byte, expire int64) error
+	// Cuckoo makes the cuckoo filter at key from a CF.SCANDUMP header (every slot free, which
+	// the reader then loads), as CF.LOADCHUNK does; its errors stop the load.
+	Cuckoo(key []byte, expire int64, header []byte) (*bloom.Cuckoo, error)
 }
 
 // SnapshotStats counts what a snapshot held.
@@ -151,8 +172,6 @@ func linkBytes(h []byte) ([]uint64, error) {
 	return sizes, nil
 }
 
-func pieces(bytes uint64) uint64 { return (bytes + pieceSize - 1) / pieceSize }
-
 // WriteSnapshot writes a snapshot of items to w and returns the bytes written. A filter's bits
 // are read from its chain while it is written: they may hold adds made after the items were
 // taken (see the package documentation for why that is exact); its links and counts are those of
@@ -163,12 +182,19 @@ func WriteSnapshot(w io.Writer, h SnapshotHeader, items []Item) (int64, error) {
 	le := binary.LittleEndian
 	b := h.append(make([]byte, 0, 256))
 	bw.Write(b)
+	var pieceBuf []byte // one piece at a time, reused
 	for _, it := range items {
 		var kind byte = kindString
 		meta := it.Value
 		var data uint64
 		var sizes []uint64
-		if it.Chain != nil {
+		if it.Cuckoo != nil {
+			kind, meta = kindCuckoo, redisbloom.CFHeader(it.Cuckoo)
+			sizes = it.Cuckoo.FilterBytes()
+			for _, s := range sizes {
+				data += s
+			}
+		} else if it.Chain != nil {
 			kind, meta = kindFilter, it.Header
 			var err error
 			if meta == nil {
@@ -192,15 +218,42 @@ func WriteSnapshot(w io.Writer, h SnapshotHeader, items []Item) (int64, error) {
 		bw.Write(meta)
 		sum := crcUpdate(crcUpdate(0, []byte(it.Key)), meta)
 		bw.Write(le.AppendUint32(b[:0], sum))
+		if it.Cuckoo != nil {
+			var piece []byte
+			for i, size := range sizes {
+				for off := uint64(0); off < size; {
+					n := min(pieceSize, size-off)
+					if uint64(cap(piece)) < n {
+						piece = make([]byte, n)
+					}
+					p := piece[:n]
+					it.Cuckoo.ReadSlots(i, off, p)
+					bw.Write(p)
+					bw.Write(le.AppendUint32(b[:0], crc(p)))
+					off += n
+				}
+			}
+			continue
+		}
 		iter := int64(1)
 		for _, size := range sizes {
 			for off := uint64(0); off < size; {
-				next, piece := it.Chain.ScanDump(iter)
+				next, piece := it.Chain.ScanDumpInto(iter, pieceBuf)
+				pieceBuf = piece
 				if want := min(pieceSize, size-off); uint64(len(piece)) != want {
 					return cw.n, fmt.Errorf("persist: key %q: the filter changed shape while being saved", it.Key)
 				}
-				bw.Write(piece)
-				bw.Write(le.AppendUint32(b[:0], crc(piece)))
+				bm := sparseBitmap(b[:0], piece)
+				sum := crc(bm)
+				bw.Write(bm)
+				for i := 0; i < len(piece); i += blockSize {
+					if bm[i/blockSize/8]&(1<<(i/blockSize%8)) != 0 {
+						blk := piece[i:min(i+blockSize, len(piece))]
+						bw.Write(blk)
+						sum = crcUpdate(sum, blk)
+					}
+				}
+				bw.Write(le.AppendUint32(b[:0], sum))
 				off += uint64(len(piece))
 				iter = next
 			}
@@ -213,6 +266,29 @@ func WriteSnapshot(w io.Writer, h SnapshotHeader, items []Item) (int64, error) {
 	}
 	return cw.n, nil
 }
+
+// pieces returns the number of plain pieces of a sub-filter of the given bytes.
+func pieces(bytes uint64) uint64 { return (bytes + pieceSize - 1) / pieceSize }
+
+// zeroBlock is compared with each block of a piece.
+var zeroBlock [blockSize]byte
+
+// sparseBitmap appends to b the bitmap of piece's blocks that are not all zeros.
+func sparseBitmap(b, piece []byte) []byte {
+	blocks := (len(piece) + blockSize - 1) / blockSize
+	start := len(b)
+	b = append(b, make([]byte, (blocks+7)/8)...)
+	for i := range blocks {
+		blk := piece[i*blockSize : min((i+1)*blockSize, len(piece))]
+		if !bytes.Equal(blk, zeroBlock[:len(blk)]) {
+			b[start+i/8] |= 1 << (i % 8)
+		}
+	}
+	return b
+}
+
+// bitmapBytes returns the length of the bitmap of a piece of n bytes.
+func bitmapBytes(n uint64) uint64 { return ((n+blockSize-1)/blockSize + 7) / 8 }
 
 func appendSection(b []byte, kind byte, keyLen, metaLen int, expire int64, data uint64) []byte {
 	le := binary.LittleEndian
@@ -257,9 +333,10 @@ func ReadSnapshot(r io.Reader, size int64, name string, sink Sink) (SnapshotHead
 		return SnapshotHeader{}, st, corrupt(name, 0, "not a bloomd snapshot (bad magic)")
 	case le.Uint32(hb[40:]) != crc(hb[:40]):
 		return SnapshotHeader{}, st, corrupt(name, 0, "snapshot header checksum mismatch")
-	case le.Uint32(hb[8:]) != snapVersion:
+	case le.Uint32(hb[8:]) != snapVersion && le.Uint32(hb[8:]) != snapVersion1:
 		return SnapshotHeader{}, st, corrupt(name, 0, "unsupported snapshot version %d", le.Uint32(hb[8:]))
 	}
+	sparse := le.Uint32(hb[8:]) == snapVersion
 	h := SnapshotHeader{Lineage: le.Uint64(hb[16:]), LogSeq: le.Uint64(hb[24:]), Created: int64(le.Uint64(hb[32:]))}
 	ld := newLoader()
 	defer ld.stop()
@@ -288,7 +365,7 @@ func ReadSnapshot(r io.Reader, size int64, name string, sink Sink) (SnapshotHead
 			}
 			return h, st, ld.stop()
 		}
-		if kind != kindFilter && kind != kindString || sec[1]|sec[2]|sec[3] != 0 {
+		if kind != kindFilter && kind != kindString && kind != kindCuckoo || sec[1]|sec[2]|sec[3] != 0 {
 			return h, st, corrupt(name, at, "section %d: unknown kind %d", st.Keys, kind)
 		}
 		if keyLen+metaLen+4 > rest || keyLen > maxKeyOrValue || metaLen > maxKeyOrValue {
@@ -316,16 +393,31 @@ func ReadSnapshot(r io.Reader, size int64, name string, sink Sink) (SnapshotHead
 			st.Strings++
 			continue
 		}
+		if kind == kindCuckoo {
+			if err := d.readCuckoo(sink, key, meta, expire, data, at, st.Keys); err != nil {
+				return h, st, err
+			}
+			st.Keys++
+			st.Filters++
+			st.BitBytes += int64(data)
+			continue
+		}
 		sizes, err := linkBytes(meta)
 		if err != nil {
 			return h, st, corrupt(name, at, "section %d (key %q): %v", st.Keys, clip(key), err)
 		}
-		var total, n uint64
+		var total, least uint64 // least: the fewest bytes the pieces can take in the file
 		for _, s := range sizes {
 			total += s
-			n += pieces(s)
+			for off := uint64(0); off < s && least <= uint64(size); off += pieceSize {
+				if sparse {
+					least += bitmapBytes(min(pieceSize, s-off)) + 4
+				} else {
+					least += min(pieceSize, s-off) + 4
+				}
+			}
 		}
-		if total != data || data > uint64(size) || data+4*n > uint64(size-d.off) {
+		if total != data || least > uint64(size-d.off) {
 			return h, st, corrupt(name, at, "section %d (key %q): %d bytes of bits declared, %d in the filter header, %d bytes left in the file", st.Keys, clip(key), data, total, size-d.off)
 		}
 		ch, err := sink.Filter(key, expire, meta)
@@ -333,22 +425,74 @@ func ReadSnapshot(r io.Reader, size int64, name string, sink Sink) (SnapshotHead
 			return h, st, fmt.Errorf("persist: %s: key %q (section at byte offset %d): %w", name, clip(key), at, err)
 		}
 		iter := int64(1)
+		var bm []byte
 		for _, s := range sizes {
 			for off := uint64(0); off < s; {
 				n := min(pieceSize, s-off)
-				buf := ld.buffer(n + 4)
-				p := buf[:n+4]
 				pieceAt := d.off
+				errAt := func(err error) error {
+					return corrupt(name, pieceAt, "section %d (key %q): %v", st.Keys, clip(key), err)
+				}
+				if !sparse {
+					buf := ld.buffer(n + 4)
+					p := buf[:n+4]
+					if err := d.read(p); err != nil {
+						return h, st, err
+					}
+					if le.Uint32(p[n:]) != crc(p[:n]) {
+						return h, st, corrupt(name, pieceAt, "section %d (key %q): bits checksum mismatch", st.Keys, clip(key))
+					}
+					iter += int64(n)
+					ld.load(piece{ch: ch, runs: []run{{iter, p[:n]}}, buf: buf, err: errAt})
+					off += n
+					continue
+				}
+				bm = bm[:0]
+				bm = append(bm, make([]byte, bitmapBytes(n))...)
+				if err := d.read(bm); err != nil {
+					return h, st, err
+				}
+				blocks := (n + blockSize - 1) / blockSize
+				var stored uint64
+				for i := range blocks {
+					if bm[i/8]&(1<<(i%8)) != 0 {
+						stored += min(blockSize, n-i*blockSize)
+					}
+				}
+				if blocks%8 != 0 && bm[len(bm)-1]>>(blocks%8) != 0 {
+					return h, st, corrupt(name, pieceAt, "section %d (key %q): bits set past the last block of a piece", st.Keys, clip(key))
+				}
+				if stored+4 > uint64(size-d.off) {
+					return h, st, corrupt(name, pieceAt, "section %d (key %q): a piece of %d stored bytes, %d bytes left in the file", st.Keys, clip(key), stored, size-d.off)
+				}
+				buf := ld.buffer(stored + 4)
+				p := buf[:stored+4]
 				if err := d.read(p); err != nil {
 					return h, st, err
 				}
-				if le.Uint32(p[n:]) != crc(p[:n]) {
+				if le.Uint32(p[stored:]) != crcUpdate(crc(bm), p[:stored]) {
 					return h, st, corrupt(name, pieceAt, "section %d (key %q): bits checksum mismatch", st.Keys, clip(key))
 				}
+				// One run per stretch of consecutive stored blocks; the zero blocks are left
+				// as the new filter has them (untouched memory stays unallocated by the OS).
+				var runs []run
+				pos := uint64(0) // in p
+				for i := uint64(0); i < blocks; {
+					if bm[i/8]&(1<<(i%8)) == 0 {
+						i++
+						continue
+					}
+					j := i
+					for j < blocks && bm[j/8]&(1<<(j%8)) != 0 {
+						j++
+					}
+					length := min(j*blockSize, n) - i*blockSize
+					runs = append(runs, run{iter + int64(min(j*blockSize, n)), p[pos : pos+length]})
+					pos += length
+					i = j
+				}
 				iter += int64(n)
-				ld.load(piece{ch: ch, iter: iter, data: p[:n], buf: buf, err: func(err error) error {
-					return corrupt(name, pieceAt, "section %d (key %q): %v", st.Keys, clip(key), err)
-				}})
+				ld.load(piece{ch: ch, runs: runs, buf: buf, err: errAt})
 				off += n
 			}
 		}
@@ -369,12 +513,19 @@ type loader struct {
 	n     int   // buffers made
 }
 
+// A piece is the verified bytes of one piece of a filter, as runs to load, and the buffer that
+// holds them, freed once they are loaded.
 type piece struct {
 	ch   *redisbloom.Chain
-	iter int64
-	data []byte
+	runs []run
 	buf  []byte
 	err  func(error) error
+}
+
+// A run is bytes to load into a filter with LoadChunk: they end at iterator iter.
+type run struct {
+	iter int64
+	data []byte
 }
 
 // loaderWorkers copy pieces in parallel (pieces never share a word): loading happens before
@@ -393,12 +544,15 @@ func newLoader() *loader {
 		go func() {
 			defer wg.Done()
 			for p := range work {
-				if err := p.ch.LoadChunk(p.iter, p.data); err != nil {
-					mu.Lock()
-					if ld.first == nil {
-						ld.first = p.err(err)
+				for _, r := range p.runs {
+					if err := p.ch.LoadChunk(r.iter, r.data); err != nil {
+						mu.Lock()
+						if ld.first == nil {
+							ld.first = p.err(err)
+						}
+						mu.Unlock()
+						break
 					}
-					mu.Unlock()
 				}
 				ld.free <- p.buf
 			}
@@ -457,6 +611,58 @@ func (d *snapReader) read(p []byte) error {
 			return corrupt(d.name, d.off, "snapshot cut short (the file is shorter than %d bytes)", d.size)
 		}
 		return fmt.Errorf("persist: reading %s: %w", d.name, err)
+	}
+	return nil
+}
+
+// readCuckoo reads the slots of a cuckoo filter section whose key and header have been read:
+// the header is checked, and the slots declared checked against the header and what is left of
+// the file, before the sink allocates the filter.
+func (d *snapReader) readCuckoo(sink Sink, key, meta []byte, expire int64, data uint64, at int64, section int) error {
+	info, err := redisbloom.ParseCFHeader(meta)
+	if err != nil {
+		return corrupt(d.name, at, "section %d (key %q): %v", section, clip(key), err)
+	}
+	if binary.LittleEndian.Uint64(meta[24:]) != uint64(info.Filters) {
+		// CF.LOADCHUNK keeps the low 16 bits; a snapshot holds only what Capture wrote.
+		return corrupt(d.name, at, "section %d (key %q): %d sub-filters", section, clip(key), binary.LittleEndian.Uint64(meta[24:]))
+	}
+	if info.Bytes != data || data > uint64(d.size-d.off) {
+		return corrupt(d.name, at, "section %d (key %q): %d bytes of slots declared, %d in the header, %d bytes left in the file", section, clip(key), data, info.Bytes, d.size-d.off)
+	}
+	cf, err := sink.Cuckoo(key, expire, meta)
+	if err != nil {
+		return fmt.Errorf("persist: %s: key %q (section at byte offset %d): %w", d.name, clip(key), at, err)
+	}
+	sizes := cf.FilterBytes()
+	n := uint64(0)
+	for _, s := range sizes {
+		n += pieces(s)
+	}
+	if data+4*n > uint64(d.size-d.off) {
+		return corrupt(d.name, at, "section %d (key %q): %d bytes of slots do not fit in the %d bytes left", section, clip(key), data, d.size-d.off)
+	}
+	var buf []byte
+	le := binary.LittleEndian
+	for i, s := range sizes {
+		for off := uint64(0); off < s; {
+			n := min(pieceSize, s-off)
+			if uint64(cap(buf)) < n+4 {
+				buf = make([]byte, n+4)
+			}
+			p := buf[:n+4]
+			pieceAt := d.off
+			if err := d.read(p); err != nil {
+				return err
+			}
+			if le.Uint32(p[n:]) != crc(p[:n]) {
+				return corrupt(d.name, pieceAt, "section %d (key %q): slots checksum mismatch", section, clip(key))
+			}
+			if err := cf.WriteSlots(i, off, p[:n]); err != nil {
+				return corrupt(d.name, pieceAt, "section %d (key %q): %v", section, clip(key), err)
+			}
+			off += n
+		}
 	}
 	return nil
 }

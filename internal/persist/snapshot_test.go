@@ -2,9 +2,13 @@ package persist
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"os"
 	"slices"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/bloomd/bloom"
@@ -32,6 +36,21 @@ func (s *chainSink) Filter(key []byte, expire int64, header []byte) (*redisbloom
 	}
 	s.items = append(s.items, Item{Key: string(key), Expire: expire, Chain: ch})
 	return ch, nil
+}
+
+func (s *chainSink) Cuckoo(key []byte, expire int64, header []byte) (*bloom.Cuckoo, error) {
+	c, err := redisbloom.LoadCFHeader(header, &bloom.CuckooOptions{Reserve: func(n uint64) error {
+		if s.limit > 0 && s.used+n > s.limit {
+			return errors.New("over the test's memory limit")
+		}
+		s.used += n
+		return nil
+	}})
+	if err != nil {
+		return nil, err
+	}
+	s.items = append(s.items, Item{Key: string(key), Expire: expire, Cuckoo: c})
+	return c, nil
 }
 
 func (s *chainSink) String(key, value []byte, expire int64) error {
@@ -68,6 +87,23 @@ func testItems(t testing.TB, bigFilter bool) []Item {
 	add("", 10, false, 3, 0) // the empty key
 	items = append(items, Item{Key: "str", Value: []byte("hello"), Expire: 1700000000000})
 	items = append(items, Item{Key: "empty-str", Value: []byte{}})
+	for _, cf := range []struct {
+		key      string
+		capacity uint64
+		n        int
+	}{{"cuckoo", 1000, 300}, {"cuckoo-grown", 20, 200}} {
+		c, err := bloom.NewCuckoo(cf.capacity, &bloom.CuckooOptions{Expansion: 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range cf.n {
+			if err := c.Add(fmt.Appendf(nil, "%s-%d", cf.key, i)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		c.Remove([]byte(cf.key + "-0"))
+		items = append(items, Item{Key: cf.key, Cuckoo: c, Expire: 1893456000000})
+	}
 	if bigFilter {
 		add("big", 15_000_000, false, 1000, 0) // 17 MiB: two pieces
 	}
@@ -105,11 +141,14 @@ func sameItems(t *testing.T, got, want []Item) {
 	}
 	for i := range want {
 		g, w := got[i], want[i]
-		if g.Key != w.Key || g.Expire != w.Expire || !bytes.Equal(g.Value, w.Value) || (g.Chain == nil) != (w.Chain == nil) {
+		if g.Key != w.Key || g.Expire != w.Expire || !bytes.Equal(g.Value, w.Value) || (g.Chain == nil) != (w.Chain == nil) || (g.Cuckoo == nil) != (w.Cuckoo == nil) {
 			t.Fatalf("item %d: %q expire %d value %q; want %q %d %q", i, g.Key, g.Expire, g.Value, w.Key, w.Expire, w.Value)
 		}
 		if w.Chain != nil && !bytes.Equal(dumpOf(g.Chain), dumpOf(w.Chain)) {
 			t.Fatalf("item %d (%q): filter differs", i, w.Key)
+		}
+		if w.Cuckoo != nil && !g.Cuckoo.Equal(w.Cuckoo) {
+			t.Fatalf("item %d (%q): cuckoo filter differs", i, w.Key)
 		}
 	}
 }
@@ -229,7 +268,16 @@ func TestSnapshotNoAllocationBeyondTheFile(t *testing.T) {
 	le(fh[28:], 1<<53)
 	body := append([]byte("k"), fh...)
 	body = append(body, le32(crc(body))...)
+	// A valid CF.SCANDUMP header declaring 2^50 slots.
+	ch := make([]byte, 38)
+	le(ch[0:], 1)
+	le(ch[8:], 1<<50)
+	le(ch[24:], 1)
+	ch[32], ch[34] = 1, 20
+	cbody := append([]byte("k"), ch...)
+	cbody = append(cbody, le32(crc(cbody))...)
 	cases := map[string][]byte{
+		"cuckoo of 1 PiB":     big(kindCuckoo, 1, len(ch), 1<<50, cbody),
 		"key of 2 GiB":        big(kindString, maxKeyOrValue, 0, 0, nil),
 		"value of 2 GiB":      big(kindString, 1, maxKeyOrValue, 0, []byte("k")),
 		"filter of 1 PiB":     big(kindFilter, 1, len(fh), 1<<50, body),
@@ -252,5 +300,62 @@ func TestSnapshotMemoryLimit(t *testing.T) {
 	_, _, err := readSnap(data, 1000)
 	if err == nil || errors.Is(err, bloom.ErrCorrupt) {
 		t.Fatalf("over the limit: %v", err)
+	}
+}
+
+// TestSnapshotSparse: an empty filter costs a few bytes per 16 MiB piece, a sparse one only the
+// 4 KiB blocks its bits are in, and both load back bit for bit.
+func TestSnapshotSparse(t *testing.T) {
+	empty, _ := redisbloom.NewChain(15_000_000, 0.01, 2, false, nil) // 17 MiB: two pieces
+	sparse, _ := redisbloom.NewChain(15_000_000, 0.01, 2, false, nil)
+	for i := range 20 {
+		sparse.Add(fmt.Appendf(nil, "item-%d", i))
+	}
+	bits := uint64(len(dumpOf(empty)))
+	for _, tc := range []struct {
+		name string
+		ch   *redisbloom.Chain
+		most uint64
+	}{
+		{"empty", empty, 2048},
+		{"sparse", sparse, 2048 + 20*uint64(sparse.Links()[0].Hashes)*blockSize}, // at most k blocks per item
+	} {
+		items := []Item{{Key: tc.name, Chain: tc.ch, Header: tc.ch.Header()}}
+		data := writeSnap(t, items)
+		if uint64(len(data)) > tc.most {
+			t.Errorf("%s filter of %d bytes: snapshot of %d bytes, want at most %d", tc.name, bits, len(data), tc.most)
+		}
+		_, got, err := readSnap(data, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sameItems(t, got, items)
+	}
+}
+
+// TestSnapshotVersion1: a snapshot written in version 1 (plain pieces; a fuzz seed kept from
+// then) still loads.
+func TestSnapshotVersion1(t *testing.T) {
+	seed, err := os.ReadFile("testdata/fuzz/FuzzReadSnapshot/good-v1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, lit, _ := strings.Cut(strings.TrimSpace(string(seed)), "[]byte(")
+	s, err := strconv.Unquote(strings.TrimSuffix(lit, ")"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := []byte(s)
+	if binary.LittleEndian.Uint32(data[8:]) != snapVersion1 {
+		t.Fatal("the seed is not a version 1 snapshot")
+	}
+	_, items, err := readSnap(data, 0)
+	if err != nil || len(items) != 2 || items[0].Key != "f" || string(items[1].Value) != "v" {
+		t.Fatalf("version 1 snapshot: %v, %d items", err, len(items))
+	}
+	for i := range 100 { // the seed's filter holds "0".."99" (see TestWriteFuzzSeeds)
+		if !items[0].Chain.Exists(fmt.Appendf(nil, "%d", i)) {
+			t.Fatalf("item %d missing", i)
+		}
 	}
 }

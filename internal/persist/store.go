@@ -263,7 +263,7 @@ func (st *Store) Load(ks Keyspace) error {
 		f.Close()
 		if err != nil {
 			if errors.Is(err, bloom.ErrCorrupt) {
-				return fmt.Errorf("%w\nThe snapshot is damaged and bloomd will not start with part of it. Restore %s from a backup, or move it and the logs %s.* away to start empty.", err, st.snap, filepath.Join(cfg.Dir, cfg.AppendFilename))
+				return withHint(err, fmt.Sprintf("The snapshot is damaged and bloomd will not start with part of it. Restore %s from a backup, or move it and the logs %s.* away to start empty.", st.snap, filepath.Join(cfg.Dir, cfg.AppendFilename)))
 			}
 			return err
 		}
@@ -404,7 +404,7 @@ func (st *Store) replay(seq uint64, last, checkLineage bool) (int, int64, error)
 		return 0, 0, fmt.Errorf("persist: %s: %w", path, err)
 	}
 	fixHint := func(err error) error {
-		return fmt.Errorf("%w\nbloomd will not start with part of the log. To keep the records before the damage and drop the rest, run\n  bloomd check-aof --fix %s\n(it says how many records that drops), then start bloomd again.", err, path)
+		return withHint(err, fmt.Sprintf("bloomd will not start with part of the log. To keep the records before the damage and drop the rest, run\n  bloomd check-aof --fix %s\n(it says how many records that drops), then start bloomd again.", path))
 	}
 	sc, err := NewLogScanner(f, fi.Size(), path)
 	if err != nil {
@@ -534,7 +534,7 @@ func (st *Store) createLog(seq uint64) (*logFile, error) {
 		return nil, fmt.Errorf("persist: creating %s: %w", path, err)
 	}
 	h := LogHeader{Lineage: st.lineage, Seq: seq, Created: time.Now().UnixMilli()}
-	if _, err := f.Write(h.append(nil)); err == nil {
+	if _, err = f.Write(h.append(nil)); err == nil {
 		err = syncFile(f)
 	}
 	if err == nil {

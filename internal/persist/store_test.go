@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/bloomd/bloom/redisbloom"
@@ -374,5 +375,72 @@ func TestParseSave(t *testing.T) {
 	}
 	if _, err := ParseFsync("sometimes"); err == nil || errors.Is(err, nil) {
 		t.Fatal("ParseFsync accepted sometimes")
+	}
+}
+
+// TestStoreNewLogFailure: when the header of a new log cannot be written, synced or entered in
+// its directory, the snapshot that needed the log fails, the old log stays the one written, and
+// every write acknowledged before and after is found again on restart.
+func TestStoreNewLogFailure(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		fault func(*faultFS) *atomic.Int32
+	}{
+		{"write", func(f *faultFS) *atomic.Int32 { return &f.writeFaults }},
+		{"fsync", func(f *faultFS) *atomic.Int32 { return &f.syncFaults }},
+		{"dirsync", func(f *faultFS) *atomic.Int32 { return &f.dirSyncFaults }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			fsys := &faultFS{}
+			st, ks, err := load(t, dir, func(c *Config) { c.FS = fsys; c.AppendFsync = FsyncAlways })
+			if err != nil {
+				t.Fatal(err)
+			}
+			write(t, st, "BF.ADD k a")
+			ks.capture = nil
+			tc.fault(fsys).Store(1) // the next one: the new log's header
+			if err := st.Save(); err == nil || !strings.Contains(err.Error(), "appendonly.aof.2") {
+				t.Fatalf("a snapshot whose new log failed: %v", err)
+			}
+			if n := tc.fault(fsys).Load(); n != 0 {
+				t.Fatalf("the fault was not reached (%d left)", n)
+			}
+			write(t, st, "BF.ADD k b")
+			if err := st.Close(false); err != nil {
+				t.Fatal(err)
+			}
+			if got := files(t, dir); !slices.Equal(got, []string{"appendonly.aof.1"}) {
+				t.Fatalf("files after the failure: %v", got)
+			}
+			_, ks, err = load(t, dir, nil)
+			if err != nil || !slices.Equal(ks.replayed, []string{"BF.ADD k a", "BF.ADD k b"}) {
+				t.Fatalf("after restart: %v %q", err, ks.replayed)
+			}
+		})
+	}
+}
+
+// TestCreateLogFailure: createLog reports every failure of a new log's header and leaves no
+// file behind.
+func TestCreateLogFailure(t *testing.T) {
+	for name, fault := range map[string]func(*faultFS) *atomic.Int32{
+		"write":   func(f *faultFS) *atomic.Int32 { return &f.writeFaults },
+		"fsync":   func(f *faultFS) *atomic.Int32 { return &f.syncFaults },
+		"dirsync": func(f *faultFS) *atomic.Int32 { return &f.dirSyncFaults },
+	} {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			fsys := &faultFS{}
+			fault(fsys).Store(1)
+			st := &Store{fs: fsys, cfg: Config{Dir: dir, AppendFilename: "appendonly.aof"}, lineage: 5}
+			if lf, err := st.createLog(1); err == nil {
+				lf.f.Close()
+				t.Fatal("createLog reported success")
+			}
+			if got := files(t, dir); len(got) != 0 {
+				t.Fatalf("files left: %v", got)
+			}
+		})
 	}
 }

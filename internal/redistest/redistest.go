@@ -28,6 +28,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/bloomd/bloom/internal/skipped"
 )
 
 // RequireEnv is the environment variable that turns a missing redis-server into a test failure.
@@ -83,7 +85,7 @@ func Require(tb testing.TB) {
 		if os.Getenv(RequireEnv) == "1" {
 			tb.Fatalf("%v, and %s=1", err, RequireEnv)
 		}
-		tb.Skipf("%v; skipping (set %s=1 to make this a failure)", err, RequireEnv)
+		skipped.Missing(tb, "redis-server/redis-cli", fmt.Sprintf("%v; skipping (set %s=1 to make this a failure)", err, RequireEnv))
 	}
 }
 
@@ -525,7 +527,8 @@ func SharedCluster(tb testing.TB) *Cluster {
 	return shared.cluster
 }
 
-// Main runs the tests and then stops the shared servers. Call it from TestMain:
+// Main runs the tests, stops the shared servers and prints the package's line of tests skipped
+// for a missing program (see package skipped). Call it from TestMain:
 //
 //	func TestMain(m *testing.M) { redistest.Main(m) }
 func Main(m *testing.M) {
@@ -541,6 +544,7 @@ func Main(m *testing.M) {
 		shared.cluster.Close()
 	}
 	shared.mu.Unlock()
+	skipped.Report()
 	os.Exit(code)
 }
 

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/bloomd/bloom/internal/resp"
+	"github.com/bloomd/bloom/internal/skipped"
 )
 
 // run runs a program with a deadline and returns its standard output.
@@ -111,11 +112,11 @@ func python3(t *testing.T) string {
 	if os.Getenv(requireEnv) == "1" {
 		t.Fatalf("no python3 with the redis module, and %s=1 requires it (apt-get install python3-redis)", requireEnv)
 	}
-	t.Skipf("no python3 with the redis module (apt-get install python3-redis); skipping")
+	skipped.Missing(t, "python3-redis", "no python3 with the redis module (apt-get install python3-redis); skipping")
 	return ""
 }
 
-// TestRedisPy runs testdata/python/client.py, which uses redis-py's BF API.
+// TestRedisPy runs testdata/python/client.py, which uses redis-py's BF and CF APIs.
 func TestRedisPy(t *testing.T) {
 	py := python3(t)
 	for _, pass := range []string{"", "pw"} {

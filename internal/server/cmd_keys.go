@@ -13,6 +13,8 @@ func typeName(v any) string {
 	switch v.(type) {
 	case *stringValue:
 		return "string"
+	case *cuckooValue:
+		return cuckooTypeName
 	default:
 		return bloomTypeName
 	}

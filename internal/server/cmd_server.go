@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/bloomd/bloom/internal/procmem"
 )
 
 // bloomdVersion is bloomd's own version, reported in INFO server.
@@ -103,14 +105,21 @@ func (s *Server) appendInfo(b []byte, sec string, c *Conn) []byte {
 		b = append(b, "# Memory\r\n"...)
 		b = field(b, "used_memory", used)
 		b = field(b, "used_memory_human", humanBytes(used))
-		rss := processMemory()
+		b = field(b, "used_memory_dataset", used)
+		rss, err := procmem.RSS()
+		if err != nil {
+			rss = 0 // not Linux: unknown
+		}
 		b = field(b, "used_memory_rss", rss)
 		b = field(b, "used_memory_rss_human", humanBytes(rss))
+		goTotal, goHeap := goMemory()
+		b = field(b, "go_memory_total", goTotal)
+		b = field(b, "go_memory_total_human", humanBytes(goTotal))
+		b = field(b, "go_memory_heap_objects", goHeap)
 		peak := max(s.peakMem.Load(), used)
 		b = field(b, "used_memory_peak", peak)
 		b = field(b, "used_memory_peak_human", humanBytes(peak))
 		b = field(b, "used_memory_startup", 0)
-		b = field(b, "used_memory_dataset", used)
 		b = field(b, "used_memory_lua", 0)
 		b = field(b, "used_memory_scripts", 0)
 		frag := 0.0
@@ -188,14 +197,19 @@ func executable() string {
 	return p
 }
 
-// processMemory returns the memory the Go runtime holds from the system.
-func processMemory() int64 {
-	sample := []metrics.Sample{{Name: "/memory/classes/total:bytes"}}
+// goMemory returns the Go runtime's own figures: all the memory it has mapped (address space,
+// including what it reserved and never touched and what it returned to the system), and the
+// bytes of live and not yet swept heap objects.
+func goMemory() (total, heapObjects int64) {
+	sample := []metrics.Sample{{Name: "/memory/classes/total:bytes"}, {Name: "/memory/classes/heap/objects:bytes"}}
 	metrics.Read(sample)
-	if sample[0].Value.Kind() != metrics.KindUint64 {
-		return 0
+	get := func(s metrics.Sample) int64 {
+		if s.Value.Kind() != metrics.KindUint64 {
+			return 0
+		}
+		return int64(s.Value.Uint64())
 	}
-	return int64(sample[0].Value.Uint64())
+	return get(sample[0]), get(sample[1])
 }
 
 // configGetCmd implements CONFIG GET pattern [pattern ...].
@@ -302,7 +316,7 @@ func (c *Conn) writeCommandInfo(cmd *Command) {
 	var cats []string
 	switch {
 	case cmd.Flags&FlagModule != 0:
-		cats = []string{"@bloom"}
+		// RedisBloom 2.6 registers no ACL categories (recorded in resp2-cf-command.txt).
 	case cmd.Flags&FlagWrite != 0:
 		cats = []string{"@write", "@keyspace"}
 	case cmd.Flags&FlagReadonly != 0:
@@ -317,9 +331,17 @@ func (c *Conn) writeCommandInfo(cmd *Command) {
 	c.w.Set(0) // tips
 	if cmd.FirstKey > 0 {
 		c.w.Array(1)
-		c.w.Map(4)
+		c.w.Map(3)
 		c.w.BulkString("flags")
-		c.w.Set(0)
+		if cmd.Flags&FlagModule != 0 {
+			// Redis gives a module's legacy key range these flags, whatever the command does.
+			c.w.Set(3)
+			c.w.Simple("RW")
+			c.w.Simple("access")
+			c.w.Simple("update")
+		} else {
+			c.w.Set(0)
+		}
 		c.w.BulkString("begin_search")
 		c.w.Map(2)
 		c.w.BulkString("type")
@@ -340,8 +362,6 @@ func (c *Conn) writeCommandInfo(cmd *Command) {
 		c.w.Int(int64(cmd.Step))
 		c.w.BulkString("limit")
 		c.w.Int(0)
-		c.w.BulkString("notes")
-		c.w.BulkString("")
 	} else {
 		c.w.Array(0)
 	}

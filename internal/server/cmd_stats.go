@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/bloomd/bloom/internal/metrics"
+	"github.com/bloomd/bloom/internal/procmem"
 	"github.com/bloomd/bloom/internal/resp"
 )
 
@@ -200,7 +201,10 @@ func memoryStatsCmd(c *Conn, _ [][]byte) {
 	s := c.srv
 	used := s.ks.used.Load()
 	keys, _ := s.ks.count()
-	rss := processMemory()
+	rss, err := procmem.RSS()
+	if err != nil {
+		rss = 0 // not Linux: unknown
+	}
 	perKey := int64(0)
 	if keys > 0 {
 		perKey = used / int64(keys)

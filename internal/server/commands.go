@@ -38,6 +38,26 @@ func registerCommands(mx *Mux) {
 	bf("bf.scandump", 3, 3, r|f, "Begins an incremental save of the bloom filter", bfScanDumpCmd)
 	bf("bf.loadchunk", 4, 4, w|oom, "Restores a filter previously saved using SCANDUMP", bfLoadChunkCmd)
 
+	// RedisBloom's cuckoo filter commands (cmd_cf.go), flags as the module registers them.
+	cf := func(name string, arity, maxArgs int, flags Flags, summary string, h Handler) {
+		c := cmd(name, arity, flags|mod, 1, 1, 1, "1.0.0", "cf", summary, h)
+		c.MaxArgs = maxArgs
+	}
+	cf("cf.reserve", -3, 0, w|oom, "Creates a new Cuckoo Filter", cfReserveCmd)
+	cf("cf.add", 3, 3, w|oom, "Adds an item to a Cuckoo Filter", cfAddCmd)
+	cf("cf.addnx", 3, 3, w|oom, "Adds an item to a Cuckoo Filter if the item did not exist previously.", cfAddCmd)
+	cf("cf.insert", -4, 0, w|oom, "Adds one or more items to a Cuckoo Filter. A filter will be created if it does not exist", cfInsertCmd)
+	cf("cf.insertnx", -4, 0, w|oom, "Adds one or more items to a Cuckoo Filter if the items did not exist previously. A filter will be created if it does not exist", cfInsertCmd)
+	cf("cf.exists", 3, 3, r|f, "Checks whether one or more items exist in a Cuckoo Filter", cfExistsCmd)
+	cf("cf.mexists", -3, 0, r|f, "Checks whether one or more items exist in a Cuckoo Filter", cfMExistsCmd)
+	cf("cf.count", 3, 3, r|f, "Return the number of times an item might be in a Cuckoo Filter", cfCountCmd)
+	cf("cf.del", 3, 3, w|f, "Deletes an item from a Cuckoo Filter", cfDelCmd)
+	cf("cf.compact", 2, 2, r|f, "Compacts a Cuckoo Filter (journaled, though RedisBloom registers it read-only)", cfCompactCmd)
+	cf("cf.scandump", 3, 3, r|f, "Begins an incremental save of the bloom filter", cfScanDumpCmd)
+	cf("cf.loadchunk", 4, 4, w|oom, "Restores a filter previously saved using SCANDUMP", cfLoadChunkCmd)
+	cf("cf.info", 2, 2, r|f, "Returns information about a Cuckoo Filter", cfInfoCmd)
+	cf("cf.debug", 2, 2, r|f, "Shows a Cuckoo Filter's parameters and counts (undocumented)", cfDebugCmd)
+
 	// Keys and strings.
 	cmd("dbsize", 1, r|f, 0, 0, 0, "1.0.0", "server", "Returns the number of keys in the database.", dbsizeCmd)
 	cmd("exists", -2, r|f, 1, -1, 1, "1.0.0", "generic", "Determines whether one or more keys exist.", existsCmd)

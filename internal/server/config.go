@@ -9,7 +9,6 @@ import (
 	"math"
 	"net"
 	"os"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -25,6 +24,7 @@ type Config struct {
 	Bind            []string // addresses to listen on; default 127.0.0.1 (loopback only)
 	Port            int      // TCP port; 0 disables plain TCP
 	Requirepass     string   // password of the default user; "" means none
+	ProtectedMode   bool     // without a password, serve only loopback clients (package protected)
 	MaxClients      int      // most connections at once
 	MaxMemory       int64    // bytes of filters and keys; 0 means the machine's memory
 	Timeout         int      // seconds a client may stay idle; 0 means forever
@@ -65,6 +65,10 @@ type Config struct {
 	// on Linux: 0 means one per core but one (GOMAXPROCS-1, at least 1), -1 means none (a
 	// goroutine per connection, as TLS connections and other systems always have).
 	EventLoops int
+
+	// ignored holds a warning for each redis.conf setting that means nothing to bloomd and
+	// was accepted (see redisOnly); Run logs them.
+	ignored []string
 }
 
 // DefaultConfig returns the settings bloomd starts with.
@@ -73,6 +77,7 @@ func DefaultConfig() Config {
 	return Config{
 		Bind:            []string{"127.0.0.1"},
 		Port:            6379,
+		ProtectedMode:   true,
 		MaxClients:      10000,
 		Dir:             ".",
 		LogLevel:        "notice",
@@ -117,6 +122,7 @@ var params = []param{
 	}},
 	{"port", false, func(c *Config) string { return strconv.Itoa(c.Port) }, intParam(func(c *Config) *int { return &c.Port }, 0, 65535)},
 	{"requirepass", true, func(c *Config) string { return c.Requirepass }, func(c *Config, v string) error { c.Requirepass = v; return nil }},
+	{"protected-mode", true, func(c *Config) string { return yesNo(c.ProtectedMode) }, yesNoParam(func(c *Config) *bool { return &c.ProtectedMode })},
 	{"maxclients", true, func(c *Config) string { return strconv.Itoa(c.MaxClients) }, intParam(func(c *Config) *int { return &c.MaxClients }, 1, math.MaxInt32)},
 	{"maxmemory", true, func(c *Config) string { return strconv.FormatInt(c.MaxMemory, 10) }, func(c *Config, v string) error {
 		n, err := parseMemory(v)
@@ -128,8 +134,12 @@ var params = []param{
 	}},
 	{"timeout", true, func(c *Config) string { return strconv.Itoa(c.Timeout) }, intParam(func(c *Config) *int { return &c.Timeout }, 0, math.MaxInt32)},
 	{"dir", false, func(c *Config) string { return c.Dir }, func(c *Config, v string) error {
-		if fi, err := os.Stat(v); err != nil || !fi.IsDir() {
-			return fmt.Errorf("dir %q is not a directory", v)
+		// A directory that does not exist yet is created at start (see Server.openStore).
+		if fi, err := os.Stat(v); err == nil && !fi.IsDir() {
+			return fmt.Errorf("%q is a file, not a directory", v)
+		}
+		if v == "" {
+			return errors.New("needs a directory")
 		}
 		c.Dir = v
 		return nil
@@ -157,17 +167,7 @@ var params = []param{
 	{"io-threads", false, func(c *Config) string { return strconv.Itoa(c.EventLoops) }, intParam(func(c *Config) *int { return &c.EventLoops }, -1, 128)},
 	// Durability. appendonly and the file names are fixed once the files are open; the
 	// others apply to the store at once (see Server.applyPersist).
-	{"appendonly", false, func(c *Config) string { return yesNo(c.AppendOnly) }, func(c *Config, v string) error {
-		switch strings.ToLower(v) {
-		case "yes":
-			c.AppendOnly = true
-		case "no":
-			c.AppendOnly = false
-		default:
-			return errors.New("argument must be 'yes' or 'no'")
-		}
-		return nil
-	}},
+	{"appendonly", false, func(c *Config) string { return yesNo(c.AppendOnly) }, yesNoParam(func(c *Config) *bool { return &c.AppendOnly })},
 	{"appendfsync", true, func(c *Config) string { return c.AppendFsync.String() }, func(c *Config, v string) error {
 		f, err := persist.ParseFsync(strings.ToLower(v))
 		if err != nil {
@@ -212,6 +212,20 @@ func intParam(field func(c *Config) *int, lo, hi int) func(c *Config, v string) 
 			return fmt.Errorf("argument must be an integer between %d and %d", lo, hi)
 		}
 		*field(c) = n
+		return nil
+	}
+}
+
+func yesNoParam(field func(c *Config) *bool) func(c *Config, v string) error {
+	return func(c *Config, v string) error {
+		switch strings.ToLower(v) {
+		case "yes":
+			*field(c) = true
+		case "no":
+			*field(c) = false
+		default:
+			return errors.New("argument must be 'yes' or 'no'")
+		}
 		return nil
 	}
 }
@@ -319,8 +333,14 @@ func parseMemory(v string) (int64, error) {
 
 // ParseConfig reads settings in redis.conf syntax from r into c: one setting per line, its name
 // then its values separated by blanks, values optionally "double" or 'single' quoted; '#' starts
-// a comment line. name is the file name errors report.
+// a comment line; "include path" reads another file in place. Settings of Redis that mean
+// nothing to bloomd are accepted, each with a warning in the start-up log; an unknown name is an
+// error. name is the file name errors report.
 func ParseConfig(r io.Reader, name string, c *Config) error {
+	return parseConfig(r, name, c, 0)
+}
+
+func parseConfig(r io.Reader, name string, c *Config, depth int) error {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(nil, 1<<20)
 	sawSave := false
@@ -337,7 +357,18 @@ func ParseConfig(r io.Reader, name string, c *Config) error {
 			return fmt.Errorf("server: %s line %d: %q is not a setting and a value", name, n, line)
 		}
 		value := strings.Join(words[1:], " ")
-		if strings.EqualFold(words[0], "save") {
+		key := strings.ToLower(words[0])
+		if key == "include" {
+			if err := includeConfig(value, c, depth); err != nil {
+				return fmt.Errorf("server: %s line %d: %w", name, n, unwrapPrefix(err))
+			}
+			continue
+		}
+		if why, ok := isRedisOnly(key); ok && !validSetting(key, value) {
+			c.ignore(fmt.Sprintf("%s line %d: ", name, n), key, why)
+			continue
+		}
+		if key == "save" {
 			// As in redis.conf, save lines add up: "save 3600 1" then "save 300 100". The first
 			// replaces the default; an empty one clears the rules.
 			if sawSave && value != "" && len(c.Save) > 0 {
@@ -350,6 +381,40 @@ func ParseConfig(r io.Reader, name string, c *Config) error {
 		}
 	}
 	return sc.Err()
+}
+
+// ignore records the warning for a Redis-only setting, once per name (redis.conf may repeat a
+// setting, as client-output-buffer-limit for each class of client).
+func (c *Config) ignore(where, name, why string) {
+	for _, w := range c.ignored {
+		if strings.Contains(w, " "+name+" ignored: ") || strings.HasPrefix(w, "--"+name+" ignored: ") {
+			return
+		}
+	}
+	c.ignored = append(c.ignored, where+name+" ignored: "+why)
+}
+
+// validSetting reports whether name is a setting of bloomd and value a value it takes.
+func validSetting(name, value string) bool {
+	p := findParam(name)
+	if p == nil {
+		return false
+	}
+	c := DefaultConfig()
+	return p.set(&c, value) == nil
+}
+
+// includeConfig reads the config file path into c, as redis.conf's include does.
+func includeConfig(path string, c *Config, depth int) error {
+	if depth >= 10 {
+		return errors.New("include: more than 10 levels deep (does a file include itself?)")
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("include: %w", err)
+	}
+	defer f.Close()
+	return parseConfig(f, path, c, depth+1)
 }
 
 // unwrapPrefix drops a leading "server: " from an error's text, for nesting in another.
@@ -439,8 +504,12 @@ func ParseArgs(args []string) (Config, string, error) {
 			}
 			value = strings.Join(vals, " ")
 		}
+		if why, ok := isRedisOnly(name); ok && !validSetting(name, value) {
+			c.ignore("--", strings.ToLower(name), why)
+			continue
+		}
 		if findParam(name) == nil {
-			return c, file, fmt.Errorf("server: unknown option --%s (known: %s)", name, knownParams())
+			return c, file, fmt.Errorf("server: unknown setting --%s%s (bloomd --help lists every setting)", name, suggest(name))
 		}
 		if err := c.Set(name, value); err != nil {
 			return c, file, err
@@ -449,11 +518,37 @@ func ParseArgs(args []string) (Config, string, error) {
 	return c, file, c.Validate()
 }
 
-func knownParams() string {
-	var names []string
+// suggest returns ", did you mean --x?" for the setting closest to a mistyped name, or "".
+func suggest(name string) string {
+	best, bestD := "", 3 // at most two edits away
 	for _, p := range params {
-		names = append(names, p.name)
+		if d := editDistance(strings.ToLower(name), p.name); d < bestD {
+			best, bestD = p.name, d
+		}
 	}
-	slices.Sort(names)
-	return strings.Join(names, ", ")
+	if best == "" {
+		return ""
+	}
+	return "; did you mean --" + best + "?"
+}
+
+// editDistance is the Levenshtein distance between a and b.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
 }

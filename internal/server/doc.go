@@ -1,5 +1,6 @@
 // Package server is bloomd: a server that speaks RESP2 and RESP3 and answers RedisBloom 2.6's
-// BF.* commands exactly (package redisbloom holds the filters), with the Redis commands that
+// BF.* and CF.* commands exactly (package redisbloom holds the Bloom filters, bloom.Cuckoo the
+// cuckoo filters), with the Redis commands that
 // clients need around them: connection handshakes (HELLO, AUTH, CLIENT), keys (DEL, SCAN, TYPE,
 // RENAME, expiry), strings (SET, GET), transactions (MULTI/EXEC), introspection (INFO, CONFIG,
 // COMMAND). Command tables, error texts and limits follow Redis 7.0 and RedisBloom 2.6.28; where
@@ -41,6 +42,11 @@
 // stores to its own cache line, so the gate costs the hot path no shared write. EXEC runs its
 // queued commands alone too, which makes transactions atomic as in Redis. This trades latency of
 // rare structural commands (microseconds of pause) for adds that take no lock at all.
+//
+// Cuckoo filters are the exception: an insertion moves fingerprints between buckets, so writes
+// to one cuckoo filter (CF.ADD, CF.INSERT, CF.DEL, CF.COMPACT, CF.LOADCHUNK) hold a mutex of its
+// value across the change and its journal record, and reads take the filter's read lock
+// (cmd_cf.go). Writes to other keys, and reads of the same filter, still run in parallel.
 //
 // # Memory
 //

@@ -53,7 +53,8 @@ func (g *gate) enter(s *slot) {
 			return
 		}
 		s.busy.Store(false)
-		g.mu.Lock() // wait for the exclusive run to end
+		g.mu.Lock()
+		//lint:ignore SA2001 taking the lock is the wait for the exclusive run to end
 		g.mu.Unlock()
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/bloomd/bloom/internal/resp"
+	"github.com/bloomd/bloom/internal/skipped"
 )
 
 // requireEnv makes a missing external program fail the test instead of skipping it (CI sets it).
@@ -30,7 +31,7 @@ func needProgram(t testing.TB, name string) string {
 		if os.Getenv(requireEnv) == "1" {
 			t.Fatalf("%s is not installed, and %s=1 requires it (apt-get install redis-server redis-tools python3-redis)", name, requireEnv)
 		}
-		t.Skipf("%s is not installed; skipping (set %s=1 to make this a failure)", name, requireEnv)
+		skipped.Missing(t, name, fmt.Sprintf("%s is not installed; skipping (set %s=1 to make this a failure)", name, requireEnv))
 	}
 	return p
 }

@@ -67,6 +67,16 @@ func state(t *testing.T, s *Server) map[string]string {
 		desc := typ + " expire=" + do("PEXPIRETIME", key).Text()
 		if typ == "string" {
 			desc += " " + string(do("GET", key).Str)
+		} else if typ == cuckooTypeName {
+			desc += " " + do("CF.DEBUG", key).Text()
+			for it := int64(0); ; {
+				d := do("CF.SCANDUMP", key, fmt.Sprint(it))
+				if d.Elems[0].Int == 0 {
+					break
+				}
+				desc += fmt.Sprintf(" %d:%x", d.Elems[0].Int, d.Elems[1].Str)
+				it = d.Elems[0].Int
+			}
 		} else {
 			for it := int64(0); ; {
 				d := do("BF.SCANDUMP", key, fmt.Sprint(it))

@@ -46,7 +46,7 @@ type shard struct {
 // key replaces the entry); removing it drops a filter value, which must not be used after.
 type entry struct {
 	key    string
-	val    any          // *bloomValue or *stringValue
+	val    any          // *bloomValue, *cuckooValue or *stringValue
 	expire atomic.Int64 // absolute unix milliseconds; 0 means none
 	mem    atomic.Int64 // charged bytes: keyOverhead, the key, a string's value (a filter charges its own)
 }
@@ -55,8 +55,11 @@ type stringValue struct{ b []byte }
 
 // valueMem returns the bytes a value has charged beyond its entry's mem.
 func valueMem(v any) int64 {
-	if bv, ok := v.(*bloomValue); ok {
-		return bv.mem.Load()
+	switch v := v.(type) {
+	case *bloomValue:
+		return v.mem.Load()
+	case *cuckooValue:
+		return v.mem.Load()
 	}
 	return 0
 }
@@ -182,28 +185,6 @@ func (ks *keyspace) scanShard(i int, now int64, dst []string, keep func(e *entry
 		}
 	}
 	return dst
-}
-
-// rangeEntries calls fn for every live entry, shard by shard, without holding any lock during
-// fn. Entries created or deleted meanwhile may or may not be seen; every entry that exists for
-// the whole iteration is seen exactly once.
-func (ks *keyspace) rangeEntries(fn func(e *entry) bool) {
-	var batch []*entry
-	for i := range ks.shards {
-		sh := &ks.shards[i]
-		sh.mu.RLock()
-		batch = batch[:0]
-		for _, e := range sh.m {
-			batch = append(batch, e)
-		}
-		sh.mu.RUnlock()
-		now := nowMs()
-		for _, e := range batch {
-			if !ks.expired(e, now) && !fn(e) {
-				return
-			}
-		}
-	}
 }
 
 // expiredSample looks at up to n entries of shard i that have an expiry time and returns how

@@ -108,10 +108,13 @@ func testRandomInput(t *testing.T) {
 	names := []string{"BF.RESERVE", "BF.ADD", "BF.MADD", "BF.INSERT", "BF.EXISTS", "BF.MEXISTS", "BF.INFO", "BF.CARD",
 		"BF.DEBUG", "BF.SCANDUMP", "BF.LOADCHUNK", "DEL", "EXISTS", "TYPE", "KEYS", "SCAN", "RENAME", "EXPIRE",
 		"PEXPIRE", "TTL", "PERSIST", "SET", "GET", "PING", "ECHO", "CLIENT", "CONFIG", "COMMAND", "INFO", "MULTI",
-		"EXEC", "DISCARD", "HELLO", "SELECT", "TIME", "DBSIZE", "RESET", "UNLINK", "RENAMENX", "EXPIREAT"}
+		"EXEC", "DISCARD", "HELLO", "SELECT", "TIME", "DBSIZE", "RESET", "UNLINK", "RENAMENX", "EXPIREAT",
+		"CF.RESERVE", "CF.ADD", "CF.ADDNX", "CF.INSERT", "CF.INSERTNX", "CF.EXISTS", "CF.MEXISTS", "CF.COUNT",
+		"CF.DEL", "CF.COMPACT", "CF.INFO", "CF.DEBUG", "CF.SCANDUMP", "CF.LOADCHUNK"}
 	words := []string{"k", "keep", "f", "0.01", "0", "-1", "1", "100", "1e3", "ITEMS", "CAPACITY", "ERROR",
 		"EXPANSION", "NONSCALING", "NOCREATE", "MATCH", "COUNT", "TYPE", "GET", "SET", "LIST", "NX", "XX", "GT",
-		"*", "9223372036854775807", "3", "2", "inf", "nan", "", "\x00\xff", "maxmemory", "timeout", "ID"}
+		"*", "9223372036854775807", "3", "2", "inf", "nan", "", "\x00\xff", "maxmemory", "timeout", "ID",
+		"BUCKETSIZE", "MAXITERATIONS", "39", cfHeaderBytes(1, 8, 0, 1, 2, 20, 1), cfHeaderBytes(9, 1<<55, 0, 1, 1, 20, 1)}
 	deadline := time.Now().Add(5 * time.Second)
 	for round := 0; round < 300 && time.Now().Before(deadline); round++ {
 		nc, err := net.Dial("tcp", s.addr())

@@ -33,9 +33,10 @@ var flagNames = []struct {
 	f    Flags
 	name string
 }{
-	{FlagWrite, "write"}, {FlagReadonly, "readonly"}, {FlagDenyOOM, "denyoom"}, {FlagAdmin, "admin"},
-	{FlagNoAuth, "no_auth"}, {FlagLoading, "loading"}, {FlagStale, "stale"}, {FlagFast, "fast"},
-	{FlagNoMulti, "no_multi"}, {FlagModule, "module"},
+	// Redis 7's order (addReplyCommandFlags).
+	{FlagWrite, "write"}, {FlagReadonly, "readonly"}, {FlagDenyOOM, "denyoom"}, {FlagModule, "module"},
+	{FlagAdmin, "admin"}, {FlagLoading, "loading"}, {FlagStale, "stale"}, {FlagFast, "fast"},
+	{FlagNoAuth, "no_auth"}, {FlagNoMulti, "no_multi"},
 }
 
 // A Command is one entry of the command table.

@@ -3,10 +3,13 @@ package server
 import (
 	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/bloomd/bloom"
 	"github.com/bloomd/bloom/internal/persist"
 	"github.com/bloomd/bloom/redisbloom"
 )
@@ -23,11 +26,18 @@ const (
 	errNoDataFiles = "ERR this bloomd runs without data files"
 )
 
-// openStore makes the store for the durability settings and makes it the journal. It touches
-// no file (loadData does); until loadData ends, commands that Redis refuses while loading are
-// answered -LOADING. It must be called before the server serves.
+// openStore makes the store for the durability settings and makes it the journal. It creates
+// the data directory if it does not exist and touches no file (loadData does); until loadData
+// ends, commands that Redis refuses while loading are answered -LOADING. It must be called
+// before the server serves.
 func (s *Server) openStore() error {
 	cfg := s.config()
+	if _, err := os.Stat(cfg.Dir); errors.Is(err, fs.ErrNotExist) {
+		if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
+			return fmt.Errorf("server: dir %s does not exist and cannot be created: %w", cfg.Dir, err)
+		}
+		s.log.Info("created the data directory", "dir", cfg.Dir)
+	}
 	st, err := persist.Open(persist.Config{
 		Dir:                   cfg.Dir,
 		DBFilename:            cfg.DBFilename,
@@ -122,6 +132,10 @@ func (k dataKeyspace) Capture() []persist.Item {
 			switch v := e.val.(type) {
 			case *bloomValue:
 				it.Chain, it.Links, it.Count = v.ch, v.ch.NumFilters(), v.ch.Card()
+			case *cuckooValue:
+				// Cuckoo writes move fingerprints, so the snapshot takes a copy now, while no
+				// command runs (a memory copy of the slots, not a walk over them).
+				it.Cuckoo = v.cf.Clone()
 			case *stringValue:
 				it.Value = v.b // never changed once published (SET replaces the entry)
 			}
@@ -154,6 +168,26 @@ func (k dataKeyspace) Filter(key []byte, expire int64, header []byte) (*redisblo
 	e.expire.Store(expire)
 	s.ks.insertLocked(sh, e)
 	return e.val.(*bloomValue).ch, nil
+}
+
+// Cuckoo makes the cuckoo filter at key from a CF.SCANDUMP header, with free slots that the
+// snapshot reader then fills, charging its memory as CF.LOADCHUNK does.
+func (k dataKeyspace) Cuckoo(key []byte, expire int64, header []byte) (*bloom.Cuckoo, error) {
+	s := k.s
+	sh, old := s.ks.lockShard(key)
+	defer sh.mu.Unlock()
+	if old != nil {
+		return nil, fmt.Errorf("key %q appears twice", clipKey(key))
+	}
+	e, msg := s.newCuckooEntry(key, true, func(o *bloom.CuckooOptions) (*bloom.Cuckoo, error) {
+		return redisbloom.LoadCFHeader(header, o)
+	})
+	if e == nil {
+		return nil, fmt.Errorf("cuckoo filter %q: %s", clipKey(key), strings.TrimPrefix(msg, "ERR "))
+	}
+	e.expire.Store(expire)
+	s.ks.insertLocked(sh, e)
+	return e.val.(*cuckooValue).cf, nil
 }
 
 // String sets key to value, which it keeps.

@@ -6,10 +6,13 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"runtime/pprof"
+	"strings"
 	"time"
 
 	"github.com/bloomd/bloom/internal/persist"
+	"github.com/bloomd/bloom/internal/protected"
 )
 
 // ErrUsage reports a command line that bloomd cannot run with; Run has printed why.
@@ -20,22 +23,30 @@ var ErrUsage = errors.New("server: bad command line")
 var ErrDamagedLog = persist.ErrDamaged
 
 const usage = `Usage: bloomd [/path/to/bloomd.conf] [--setting value ...]
+       bloomd check-aof [--fix] FILE
+       bloomd --version | --help
 
 bloomd is a Bloom filter server that speaks RESP2 and RESP3 and answers RedisBloom's
-BF.* commands. Settings use redis.conf names, in the config file or as flags:
+BF.* commands. Settings use redis.conf names, in the config file or as flags; a
+redis.conf loads as it is (Redis settings that mean nothing here are ignored with a
+warning each):
 
   --bind addr [addr ...]   addresses to listen on (default 127.0.0.1)
   --port n                 TCP port (default 6379; 0 disables)
   --requirepass pass       password for AUTH (default none)
+  --protected-mode yes|no  without a password, refuse clients that are not on the
+                           loopback interface (default yes)
   --maxclients n           most connections at once (default 10000)
   --maxmemory bytes        memory for filters, e.g. 2gb (default and most: what the
                            process's limits leave: ulimit -v, cgroup, GOMEMLIMIT, RAM)
   --timeout seconds        close clients idle this long (default 0: never)
-  --dir path               working directory for data files (default .)
+  --dir path               directory of the data files, created if missing (default .)
   --tls-port n             TLS port (default 0: off), with --tls-cert-file and --tls-key-file
   --loglevel level         debug, verbose, notice (default) or warning
   --logfile path           log file (default: standard error)
   --proto-max-bulk-len n   longest bulk string in a request (default 512mb)
+  --io-threads n           event loops serving plain TCP clients on Linux (default 0: one
+                           per core but one; -1: a goroutine per connection instead)
 
 Monitoring (see README.md):
   --metrics-port n         HTTP port of Prometheus's /metrics and a status page (default 0: off)
@@ -67,37 +78,37 @@ Examples:
 
 // Run runs bloomd with the given command-line arguments until ctx is done (SIGINT or SIGTERM in
 // cmd/bloomd), then shuts down gracefully: no new connections, every received command answered,
-// at most 10 seconds. Usage and version requests print to out and return nil.
-func Run(ctx context.Context, args []string, out io.Writer) error {
+// at most 10 seconds. Usage and version requests print to stdout and return nil; a command line
+// bloomd cannot run with is reported in one line on stderr, and Run returns an error wrapping
+// ErrUsage.
+func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) > 0 && args[0] == "check-aof" {
-		return checkAOF(args[1:], out)
+		return checkAOF(args[1:], stdout)
 	}
 	if len(args) == 1 {
 		switch args[0] {
-		case "-h", "--help", "-help":
-			fmt.Fprint(out, usage)
+		case "-h", "--help", "-help", "help":
+			fmt.Fprint(stdout, usage)
 			return nil
-		case "-v", "--version", "-version":
-			fmt.Fprintf(out, "bloomd v=%s redis=%s bf=%d\n", bloomdVersion, redisVersion, bfModuleVer)
+		case "-v", "--version", "-version", "version":
+			fmt.Fprintf(stdout, "bloomd v=%s redis=%s bf=%d\n", bloomdVersion, redisVersion, bfModuleVer)
 			return nil
 		}
 	}
 	cfg, file, err := ParseArgs(args)
 	if err != nil {
-		fmt.Fprintf(out, "bloomd: %v\n\n%s", err, usage)
+		fmt.Fprintf(stderr, "bloomd: %s\n", strings.TrimPrefix(err.Error(), "server: "))
 		return fmt.Errorf("%w: %w", ErrUsage, err)
 	}
 	s, err := New(cfg)
 	if err != nil {
 		return err
 	}
+	s.logStart(file)
 	s.logMemoryLimit()
 	s.limitRuntime()
 	if err := s.openStore(); err != nil {
 		return err
-	}
-	if file != "" {
-		s.log.Info("configuration loaded", "file", file)
 	}
 	if err := s.Listen(); err != nil {
 		return err
@@ -185,6 +196,34 @@ func Run(ctx context.Context, args []string, out io.Writer) error {
 		s.log.Info("shutting down on request; finishing the commands in flight")
 	}
 	return stop(save)
+}
+
+// logStart logs what an operator needs to know of this run: the version and pid, the config
+// file, each Redis setting it ignores, the absolute data directory, the persistence settings,
+// the bind addresses and whether a password is set, and a warning when the server is reachable
+// from beyond the loopback interface without a password.
+func (s *Server) logStart(file string) {
+	cfg := s.config()
+	dir, err := filepath.Abs(cfg.Dir)
+	if err != nil {
+		dir = cfg.Dir
+	}
+	s.log.Info("bloomd starting", "version", bloomdVersion, "pid", os.Getpid(), "config", file)
+	for _, w := range cfg.ignored {
+		s.log.Warn("setting of Redis ignored", "setting", w)
+	}
+	s.log.Info("settings", "dir", dir, "appendonly", yesNo(cfg.AppendOnly), "appendfsync", cfg.AppendFsync.String(),
+		"save", persist.FormatSave(cfg.Save), "bind", strings.Join(cfg.Bind, " "), "port", cfg.Port, "tls-port", cfg.TLSPort,
+		"password", yesNo(cfg.Requirepass != ""), "protected-mode", yesNo(cfg.ProtectedMode))
+	if exposed := protected.Exposed(cfg.Bind); len(exposed) > 0 && cfg.Requirepass == "" {
+		if cfg.ProtectedMode {
+			s.log.Warn("bound beyond the loopback interface without a password: protected mode refuses every client not on loopback; set requirepass to serve them",
+				"bind", strings.Join(exposed, " "))
+		} else {
+			s.log.Warn("bound beyond the loopback interface without a password and with protected-mode no: anyone who can reach the port can read and change every filter; set requirepass",
+				"bind", strings.Join(exposed, " "))
+		}
+	}
 }
 
 const checkAOFUsage = `Usage: bloomd check-aof [--fix] FILE

@@ -18,6 +18,7 @@ import (
 	"github.com/bloomd/bloom/internal/memlimit"
 	"github.com/bloomd/bloom/internal/metrics"
 	"github.com/bloomd/bloom/internal/persist"
+	"github.com/bloomd/bloom/internal/protected"
 )
 
 // A Server is bloomd: it accepts RESP connections and runs their commands against one keyspace.
@@ -35,6 +36,7 @@ type Server struct {
 	cfg   Config // under cfgMu; the fields below mirror the mutable settings for the hot path
 
 	requirepass atomic.Pointer[string]
+	protected   atomic.Bool  // protected-mode
 	maxmemory   atomic.Int64 // the configured limit, 0 if none
 	maxclients  atomic.Int64
 	timeout     atomic.Int64 // nanoseconds, 0 if none
@@ -128,6 +130,7 @@ func New(cfg Config) (*Server, error) {
 func (s *Server) applyConfig(c *Config) {
 	pass := c.Requirepass
 	s.requirepass.Store(&pass)
+	s.protected.Store(c.ProtectedMode)
 	s.maxmemory.Store(c.MaxMemory)
 	s.maxclients.Store(int64(c.MaxClients))
 	s.timeout.Store(int64(c.Timeout) * int64(time.Second))
@@ -308,6 +311,16 @@ func (s *Server) accept(nc net.Conn) {
 		return
 	}
 	s.stats.conns.Add(1)
+	if protected.Refuse(nc.RemoteAddr(), s.protected.Load(), *s.requirepass.Load() != "") {
+		s.stats.rejected.Add(1)
+		go func() {
+			defer s.wg.Done()
+			nc.SetWriteDeadline(time.Now().Add(time.Second))
+			io.WriteString(nc, protected.Denied)
+			nc.Close()
+		}()
+		return
+	}
 	if s.clients.Add(1) > s.maxclients.Load() {
 		s.clients.Add(-1)
 		s.stats.rejected.Add(1)

@@ -79,7 +79,48 @@ def main():
     assert sorted(r.scan_iter(match="daily*")) == [b"daily", b"daily-copy"]
     assert r.info("server")["redis_version"] == "7.0.15"
     assert r.delete("daily", "daily-copy", "nothing") == 2
+    check_cf(r)
     print("ok")
+
+
+def check_cf(r):
+    """redis-py's cf() commands: cuckoo filters, which remove items on the server."""
+    cf = r.cf()
+    assert cf.create("coupons", 1000, bucket_size=4, max_iterations=10, expansion=2) is True
+    assert cf.add("coupons", "c1") == 1
+    assert cf.addnx("coupons", "c1") == 0
+    assert cf.addnx("coupons", "c2") == 1
+    assert cf.insert("coupons", ["c3", "c3"]) == [1, 1]
+    assert cf.insertnx("fresh", ["a", "a", "b"], capacity=100) == [1, 0, 1]
+    assert cf.count("coupons", "c3") == 2
+    assert cf.exists("coupons", "c1") == 1
+    assert cf.mexists("coupons", "c1", "nope") == [1, 0]
+    assert cf.delete("coupons", "c1") == 1
+    assert cf.exists("coupons", "c1") == 0
+    try:
+        cf.delete("absent", "x")
+        raise AssertionError("CF.DEL on a missing key succeeded")
+    except redis.ResponseError as e:
+        assert str(e) == "Not found", str(e)
+    info = cf.info("coupons")
+    assert (info.size, info.bucketNum, info.filterNum, info.insertedNum, info.deletedNum,
+            info.bucketSize, info.expansionRate, info.maxIteration) == (1080, 256, 1, 3, 1, 4, 2, 10), vars(info)
+    for i in range(300):
+        cf.add("coupons", "item-%d" % i)
+    chunks = []
+    it = 0
+    while True:
+        it, data = cf.scandump("coupons", it)
+        if it == 0:
+            break
+        chunks.append((it, data))
+    for it, data in chunks:
+        cf.loadchunk("coupons-copy", it, data)
+    for i in range(300):
+        assert cf.exists("coupons-copy", "item-%d" % i) == 1
+    assert r.execute_command("CF.DEBUG", "coupons") == r.execute_command("CF.DEBUG", "coupons-copy")
+    assert r.type("coupons") == b"MBbloomCF"
+    r.execute_command("CF.COMPACT", "coupons")
 
 
 if __name__ == "__main__":

@@ -1,0 +1,98 @@
+package server
+
+import (
+	"os"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/bloomd/bloom/internal/skipped"
+)
+
+// ignoredNames returns the setting names of cfg's ignored-setting warnings.
+func ignoredNames(cfg Config) []string {
+	var names []string
+	for _, w := range cfg.ignored {
+		_, rest, _ := strings.Cut(w, ": ") // "file line n: name ignored: why"
+		if strings.HasPrefix(w, "--") {
+			rest = w[2:]
+		}
+		names = append(names, strings.Fields(rest)[0])
+	}
+	return names
+}
+
+// TestRedisConfSample loads a small redis.conf: the settings bloomd implements take effect
+// (include included), the Redis-only ones are accepted with one warning each.
+func TestRedisConfSample(t *testing.T) {
+	cfg, _, err := ParseArgs([]string{"testdata/redisconf/redis.conf"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Port != 6390 || strings.Join(cfg.Bind, " ") != "127.0.0.1 -::1" || !cfg.ProtectedMode || !cfg.AppendOnly ||
+		cfg.AppendFsync.String() != "always" || cfg.DBFilename != "dump.rdb" || cfg.MaxClients != 500 {
+		t.Fatalf("settings: %+v", cfg)
+	}
+	if got, _ := cfg.Get("save"); got != "3600 1 300 100" {
+		t.Fatalf("save %q", got)
+	}
+	want := []string{"tcp-backlog", "tcp-keepalive", "daemonize", "pidfile", "databases", "rdbcompression", "hash-max-listpack-entries", "lazyfree-lazy-eviction"}
+	if got := ignoredNames(cfg); !slices.Equal(got, want) {
+		t.Fatalf("ignored settings %q, want %q (maxmemory-policy noeviction is bloomd's own value)", got, want)
+	}
+	if !strings.Contains(cfg.ignored[0], "redis.conf line 6: tcp-backlog ignored: ") {
+		t.Fatalf("warning %q does not name the file, the line and the setting", cfg.ignored[0])
+	}
+}
+
+// TestRedisConfErrors: an unknown name is still an error naming the line; a Redis-only setting
+// given as a flag is ignored with a warning too; a mistyped flag gets a suggestion.
+func TestRedisConfErrors(t *testing.T) {
+	conf := t.TempDir() + "/redis.conf"
+	os.WriteFile(conf, []byte("port 7001\ndaemonize yes\nnosuch-setting 1\n"), 0o644)
+	if _, _, err := ParseArgs([]string{conf}); err == nil || !strings.Contains(err.Error(), `line 3: unknown setting "nosuch-setting"`) {
+		t.Fatalf("unknown setting: %v", err)
+	}
+	os.WriteFile(conf, []byte("include "+conf+"\n"), 0o644)
+	if _, _, err := ParseArgs([]string{conf}); err == nil || !strings.Contains(err.Error(), "include") {
+		t.Fatalf("a file that includes itself: %v", err)
+	}
+	cfg, _, err := ParseArgs([]string{"--daemonize", "no", "--port", "7002"})
+	if err != nil || cfg.Port != 7002 || !slices.Equal(ignoredNames(cfg), []string{"daemonize"}) {
+		t.Fatalf("--daemonize: %v %q", err, cfg.ignored)
+	}
+	if _, _, err := ParseArgs([]string{"--prot", "1"}); err == nil || err.Error() != "server: unknown setting --prot; did you mean --port? (bloomd --help lists every setting)" {
+		t.Fatalf("--prot: %v", err)
+	}
+}
+
+// TestDebianRedisConf loads the redis.conf that Debian's redis-server package installs, as it is.
+func TestDebianRedisConf(t *testing.T) {
+	const path = "/etc/redis/redis.conf"
+	if _, err := os.Stat(path); err != nil {
+		if os.Getenv(requireEnv) == "1" {
+			t.Fatalf("%s is missing, and %s=1 requires it (apt-get install redis-server)", path, requireEnv)
+		}
+		skipped.Missing(t, path, path+" is missing (apt-get install redis-server); skipping")
+	}
+	cfg, _, err := ParseArgs([]string{path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Port != 6379 || cfg.Dir != "/var/lib/redis" || !cfg.ProtectedMode || cfg.AppendOnly {
+		t.Fatalf("settings from %s: port %d dir %s protected-mode %v appendonly %v", path, cfg.Port, cfg.Dir, cfg.ProtectedMode, cfg.AppendOnly)
+	}
+	names := ignoredNames(cfg)
+	for _, want := range []string{"daemonize", "pidfile", "databases"} {
+		if !slices.Contains(names, want) {
+			t.Errorf("%s ignored without a warning (warnings for %q)", want, names)
+		}
+	}
+	seen := map[string]bool{}
+	for _, n := range names {
+		if seen[n] {
+			t.Errorf("two warnings for %s", n)
+		}
+		seen[n] = true
+	}
+}
