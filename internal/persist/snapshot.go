@@ -76,11 +76,11 @@ type SnapshotHeader struct {
 	Created int64  // unix ms
 }
 
-func (h SnapshotHeader) append(b []byte) []byte {
+func (h SnapshotHeader) append(b []byte, version uint32) []byte {
 	start := len(b)
 	le := binary.LittleEndian
 	b = append(b, snapMagic...)
-	b = le.AppendUint32(b, snapVersion)
+	b = le.AppendUint32(b, version)
 	b = le.AppendUint32(b, 0)
 	b = le.AppendUint64(b, h.Lineage)
 	b = le.AppendUint64(b, h.LogSeq)
@@ -177,10 +177,26 @@ func linkBytes(h []byte) ([]uint64, error) {
 // taken (see the package documentation for why that is exact); its links and counts are those of
 // Item.Header. WriteSnapshot does not sync or close w.
 func WriteSnapshot(w io.Writer, h SnapshotHeader, items []Item) (int64, error) {
+	return writeSnapshot(w, h, items, true)
+}
+
+// WritePlainSnapshot is WriteSnapshot in version 1, whose pieces are plain (every byte of a
+// filter, zero or not): its length, which SnapshotSize gives before it is written, does not
+// depend on the bits, so it can be sent behind that length while adds go on (a replica's full
+// sync).
+func WritePlainSnapshot(w io.Writer, h SnapshotHeader, items []Item) (int64, error) {
+	return writeSnapshot(w, h, items, false)
+}
+
+func writeSnapshot(w io.Writer, h SnapshotHeader, items []Item, sparse bool) (int64, error) {
 	cw := &countingWriter{w: w}
 	bw := bufio.NewWriterSize(cw, 1<<20)
 	le := binary.LittleEndian
-	b := h.append(make([]byte, 0, 256))
+	version := uint32(snapVersion1)
+	if sparse {
+		version = snapVersion
+	}
+	b := h.append(make([]byte, 0, 256), version)
 	bw.Write(b)
 	var pieceBuf []byte // one piece at a time, reused
 	for _, it := range items {
@@ -242,6 +258,13 @@ func WriteSnapshot(w io.Writer, h SnapshotHeader, items []Item) (int64, error) {
 				pieceBuf = piece
 				if want := min(pieceSize, size-off); uint64(len(piece)) != want {
 					return cw.n, fmt.Errorf("persist: key %q: the filter changed shape while being saved", it.Key)
+				}
+				if !sparse {
+					bw.Write(piece)
+					bw.Write(le.AppendUint32(b[:0], crc(piece)))
+					off += uint64(len(piece))
+					iter = next
+					continue
 				}
 				bm := sparseBitmap(b[:0], piece)
 				sum := crc(bm)

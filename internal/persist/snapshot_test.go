@@ -250,7 +250,7 @@ func TestSnapshotEveryByteMatters(t *testing.T) {
 // TestSnapshotNoAllocationBeyondTheFile crafts sections that declare huge sizes with correct
 // checksums: each is refused before allocating.
 func TestSnapshotNoAllocationBeyondTheFile(t *testing.T) {
-	hdr := SnapshotHeader{Lineage: 1, LogSeq: 1}.append(nil)
+	hdr := SnapshotHeader{Lineage: 1, LogSeq: 1}.append(nil, snapVersion)
 	big := func(kind byte, keyLen, metaLen int, data uint64, body []byte) []byte {
 		d := appendSection(slices.Clone(hdr), kind, keyLen, metaLen, 0, data)
 		return append(d, body...)
@@ -356,6 +356,25 @@ func TestSnapshotVersion1(t *testing.T) {
 	for i := range 100 { // the seed's filter holds "0".."99" (see TestWriteFuzzSeeds)
 		if !items[0].Chain.Exists(fmt.Appendf(nil, "%d", i)) {
 			t.Fatalf("item %d missing", i)
+		}
+	}
+}
+
+// TestSnapshotSizeMatches checks that SnapshotSize predicts WritePlainSnapshot's length exactly
+// (the length a replica's full sync sends before the snapshot).
+func TestSnapshotSizeMatches(t *testing.T) {
+	for _, items := range [][]Item{nil, testItems(t, false), testItems(t, true)} {
+		want, err := SnapshotSize(items)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var buf bytes.Buffer
+		n, err := WritePlainSnapshot(&buf, SnapshotHeader{Lineage: 1, LogSeq: 1}, items)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n != want || int64(buf.Len()) != want {
+			t.Errorf("SnapshotSize %d, WritePlainSnapshot wrote %d (%d buffered)", want, n, buf.Len())
 		}
 	}
 }

@@ -26,6 +26,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -57,6 +58,8 @@ type Server struct {
 	closed bool
 	owned  bool // Dir is ours to remove
 	stderr *strings.Builder
+	bin    string // the program and its arguments, for Restart
+	args   []string
 }
 
 // Cluster is a Redis Cluster of masters only, every slot assigned.
@@ -223,6 +226,8 @@ func launch(dir string, port int, password, bin string, args []string) (*Server,
 		cmd:      cmd,
 		done:     make(chan struct{}),
 		stderr:   &stderr,
+		bin:      bin,
+		args:     args,
 	}
 	go func() { cmd.Wait(); close(s.done) }()
 
@@ -340,6 +345,37 @@ func (s *Server) Kill() {
 		s.cmd.Process.Kill()
 	}
 	<-s.done
+}
+
+// Stop stops the server gracefully (SIGTERM) and waits for it to exit, killing it after 10
+// seconds. Its directory stays until Close.
+func (s *Server) Stop() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd.Process != nil {
+		s.cmd.Process.Signal(syscall.SIGTERM)
+	}
+	select {
+	case <-s.done:
+	case <-time.After(10 * time.Second):
+		s.cmd.Process.Kill()
+		<-s.done
+	}
+}
+
+// Restart starts the server again after Kill, with the same program, arguments, port and
+// directory, and waits until it answers PING.
+func (s *Server) Restart() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, port, _ := net.SplitHostPort(s.Addr)
+	p, _ := strconv.Atoi(port)
+	ns, err := launch(s.Dir, p, s.Password, s.bin, s.args)
+	if err != nil {
+		return err
+	}
+	s.cmd, s.done, s.stderr = ns.cmd, ns.done, ns.stderr
+	return nil
 }
 
 // Close stops the server and removes its directory (if Start created it). It is safe to call

@@ -110,6 +110,10 @@ func (r *Reader) Reset(src io.Reader) {
 // Buffered returns the number of bytes received but not yet returned as a command or reply.
 func (r *Reader) Buffered() int { return r.end - r.start }
 
+// Unread returns the bytes received but not yet returned as a command or reply, valid until the
+// next call on r: for handing the connection over to another protocol (a replica's stream).
+func (r *Reader) Unread() []byte { return r.buf[r.start:r.end] }
+
 // BufferSize returns the capacity of the Reader's buffer (Redis's qbuf plus qbuf-free).
 func (r *Reader) BufferSize() int { return len(r.buf) }
 

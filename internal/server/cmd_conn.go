@@ -20,6 +20,17 @@ const (
 )
 
 func pingCmd(c *Conn, args [][]byte) {
+	if c.subs.Load() > 0 && c.w.Proto == 2 {
+		// In the subscribed state RESP2 has only arrays to answer with.
+		c.w.Array(2)
+		c.w.BulkString("pong")
+		if len(args) == 1 {
+			c.w.BulkString("")
+		} else {
+			c.w.Bulk(args[1])
+		}
+		return
+	}
 	if len(args) == 1 {
 		c.w.Simple("PONG")
 	} else {
@@ -165,6 +176,7 @@ func quitCmd(c *Conn, args [][]byte) {
 
 func resetCmd(c *Conn, args [][]byte) {
 	c.multi = nil
+	c.closePubSub()
 	c.setProto(2)
 	c.infoMu.Lock()
 	c.name = ""
@@ -284,16 +296,14 @@ func (s *Server) liveClients() []*Conn {
 
 func clientListCmd(c *Conn, args [][]byte) {
 	var ids map[int64]bool
+	typ := ""
 	for i := 2; i < len(args); i++ {
 		switch {
 		case equalFold(args[i], "type") && i+1 < len(args):
-			t := strings.ToLower(string(args[i+1]))
-			if t != "normal" && t != "master" && t != "replica" && t != "slave" && t != "pubsub" {
+			typ = strings.ToLower(string(args[i+1]))
+			if typ != "normal" && typ != "master" && typ != "replica" && typ != "slave" && typ != "pubsub" {
 				c.w.Error("ERR Unknown client type '" + cString(args[i+1], 128) + "'")
 				return
-			}
-			if t != "normal" {
-				ids = map[int64]bool{} // bloomd has only normal clients
 			}
 			i++
 		case equalFold(args[i], "id") && i+1 < len(args):
@@ -317,7 +327,7 @@ func clientListCmd(c *Conn, args [][]byte) {
 	var sb strings.Builder
 	now := time.Now()
 	for _, o := range c.srv.liveClients() {
-		if ids == nil || ids[o.id] {
+		if (ids == nil || ids[o.id]) && (typ == "" || o.isType(typ)) {
 			sb.WriteString(o.info(now))
 		}
 	}
@@ -395,11 +405,19 @@ func clientKillCmd(c *Conn, args [][]byte) {
 		}
 	}
 	killed := 0
+	switch typ {
+	case "master":
+		c.w.Int(int64(c.srv.repl.KillPrimaryLink()))
+		return
+	case "replica", "slave":
+		c.w.Int(int64(c.srv.repl.KillReplicas()))
+		return
+	}
 	now := time.Now()
 	for _, o := range c.srv.liveClients() {
 		switch {
 		case id != 0 && o.id != id, addr != "" && o.addr != addr, laddr != "" && o.laddr != laddr,
-			user != "" && user != "default", typ != "" && typ != "normal", skipMe && o == c,
+			user != "" && user != "default", typ != "" && !o.isType(typ), skipMe && o == c,
 			maxAge != 0 && int64(now.Sub(o.created).Seconds()) < maxAge:
 			continue
 		}

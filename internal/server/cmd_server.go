@@ -23,7 +23,7 @@ type InfoProvider interface {
 	AppendInfo(b []byte, section string) []byte
 }
 
-var infoSections = []string{"server", "clients", "memory", "persistence", "stats", "cpu", "modules",
+var infoSections = []string{"server", "clients", "memory", "persistence", "stats", "replication", "cpu", "modules",
 	"commandstats", "errorstats", "latencystats", "keyspace"}
 
 func infoCmd(c *Conn, args [][]byte) {
@@ -85,6 +85,7 @@ func (s *Server) appendInfo(b []byte, sec string, c *Conn) []byte {
 		b = field(b, "arch_bits", strconv.IntSize)
 		b = field(b, "go_version", runtime.Version())
 		b = field(b, "process_id", os.Getpid())
+		b = field(b, "run_id", s.runID)
 		b = field(b, "tcp_port", cfg.Port)
 		b = field(b, "server_time_usec", time.Now().UnixMicro())
 		b = field(b, "uptime_in_seconds", int64(up.Seconds()))
@@ -140,7 +141,7 @@ func (s *Server) appendInfo(b []byte, sec string, c *Conn) []byte {
 	case "persistence":
 		b = append(b, "# Persistence\r\n"...)
 		loading := 0
-		if s.ks.loading.Load() || s.dataLoading.Load() {
+		if s.ks.loading.Load() && !s.repl.IsReplica() || s.dataLoading.Load() {
 			loading = 1
 		}
 		b = field(b, "loading", loading)
@@ -168,6 +169,9 @@ func (s *Server) appendInfo(b []byte, sec string, c *Conn) []byte {
 		b = field(b, "total_error_replies", s.mstats.ErrorReplies())
 		b = field(b, "total_rejected_calls", s.mstats.RejectedCalls())
 		b = field(b, "oom_rejections", s.stats.oom.Load())
+		b = s.repl.AppendStats(b)
+	case "replication":
+		b = s.repl.AppendInfo(b)
 	case "modules":
 		b = append(b, "# Modules\r\n"...)
 		b = fmt.Appendf(b, "module:name=bf,ver=%d,api=1,filters=0,usedby=[],using=[],options=[]\r\n", bfModuleVer)
@@ -267,6 +271,7 @@ func configSetCmd(c *Conn, args [][]byte) {
 	s.cfg = next
 	s.applyConfig(&next)
 	s.applyPersist(&old, &next)
+	s.applyRepl(&next)
 	if next.Timeout != old.Timeout {
 		s.rearmTimeouts()
 	}

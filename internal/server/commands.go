@@ -135,12 +135,14 @@ func registerCommands(mx *Mux) {
 	config := cmd("config", -2, 0, 0, 0, 0, "2.0.0", "server", "A container for server configuration commands.", nil)
 	sub(config, "get", -3, FlagAdmin|FlagLoading|FlagStale, "Returns the effective values of configuration parameters.", configGetCmd)
 	sub(config, "set", -4, FlagAdmin|FlagLoading|FlagStale, "Sets configuration parameters in-flight.", configSetCmd)
+	sub(config, "rewrite", 2, FlagAdmin|FlagLoading|FlagStale, "Persists the effective configuration to file.", configRewriteCmd)
 	sub(config, "resetstat", 2, FlagAdmin|FlagLoading|FlagStale, "Resets the server's statistics.", configResetStatCmd)
 	sub(config, "help", 2, FlagLoading|FlagStale, "Returns helpful text about the different subcommands.", helpCmd(
 		"CONFIG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
 		"GET <pattern>", "    Return parameters matching the glob-like <pattern> and their values.",
 		"SET <directive> <value>", "    Set the configuration <directive> to <value>.",
 		"RESETSTAT", "    Reset statistics reported by the INFO command.",
+		"REWRITE", "    Rewrite the configuration file.",
 		"HELP", "    Print this help."))
 	command := cmd("command", -1, FlagLoading|FlagStale, 0, 0, 0, "2.8.13", "server", "Returns detailed information about all commands.", commandCmd)
 	sub(command, "count", 2, FlagLoading|FlagStale, "Returns a count of commands.", commandCountCmd)

@@ -15,6 +15,7 @@ import (
 	"github.com/bloomd/bloom/internal/persist"
 
 	"github.com/bloomd/bloom/internal/memlimit"
+	"github.com/bloomd/bloom/internal/repl"
 )
 
 // Config holds bloomd's settings. Their names and value syntax are redis.conf's, and they can be
@@ -53,6 +54,9 @@ type Config struct {
 	MetricsBind             string // metrics-bind: the address it listens on
 	MetricsFilterPattern    string // metrics-filter-pattern: glob of filters with their own series
 	MetricsMaxFilters       int    // metrics-max-filters: the most filters with their own series
+	// Replication (internal/repl; see replication.go), with redis.conf's names.
+	ReplicaOf   string      // replicaof: "host port" of the primary; "" for a primary
+	Replication repl.Config // masterauth, replica-read-only, repl-backlog-size, ...
 
 	// Journal, if not nil, records every write command (see Journal).
 	Journal Journal `json:"-"`
@@ -95,6 +99,7 @@ func DefaultConfig() Config {
 		SlowlogMaxLen:        128,
 		MetricsBind:          "127.0.0.1",
 		MetricsMaxFilters:    1000,
+		Replication:          repl.DefaultConfig(),
 	}
 }
 

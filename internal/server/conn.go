@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/bloomd/bloom/internal/pubsub"
+	"github.com/bloomd/bloom/internal/repl"
 	"github.com/bloomd/bloom/internal/resp"
 )
 
@@ -93,6 +95,23 @@ type Conn struct {
 
 	infoMu                sync.Mutex
 	name, libName, libVer string
+
+	// Publish/subscribe and blocking commands (cmd_pubsub.go).
+	ps             *pubsub.Client // nil until the first subscription command
+	subs           atomic.Int32   // subscriptions, for CLIENT KILL TYPE pubsub
+	blocked        bool           // event loop: a blocking command (WAIT) awaits its reply
+	outMu          sync.Mutex     // own goroutine: serialises writes to nc with writePushed
+	pushMu         sync.Mutex
+	pushed         []byte // under pushMu: bytes for the client from other goroutines
+	unblockPending bool   // under pushMu: pushed ends the blocking command
+	pushWriting    bool   // under pushMu: a goroutine writes pushed to nc (own-goroutine connections)
+	hijacked       bool   // the connection was handed over (see hijack); do not close nc
+
+	// Replication (replication.go).
+	replApplier bool                          // Exec's or the primary stream's client: exempt from READONLY and LOADING
+	replInfo    repl.ReplicaInfo              // what REPLCONF said, for PSYNC
+	woff        int64                         // the replication offset after this client's last write
+	hijack      func(nc net.Conn, buf []byte) // set by PSYNC: hand the connection over after the command
 }
 
 // A gateState is a goroutine's place in the server's gate: a connection's goroutine or an event
@@ -143,6 +162,12 @@ func (c *Conn) serve() {
 			return
 		}
 		c.execute(args)
+		if c.hijack != nil {
+			if c.flush() == nil {
+				c.handOver(c.nc)
+			}
+			return
+		}
 		if c.quit {
 			c.flush()
 			return
@@ -223,13 +248,18 @@ func (c *Conn) flush() error {
 	if c.nc == nil {
 		return nil
 	}
+	c.outMu.Lock()
+	defer c.outMu.Unlock()
 	return c.w.Flush()
 }
 
 func (c *Conn) close() {
 	c.leaveGate()
 	c.publish()
-	if c.nc != nil {
+	c.closePubSub()
+	if c.hijacked {
+		c.srv.removeConn(c)
+	} else if c.nc != nil {
 		c.nc.Close()
 		c.srv.removeConn(c)
 	}
@@ -333,6 +363,14 @@ func (c *Conn) execute(args [][]byte) {
 		c.rejectCmd(cmd, errNoAuth)
 		return
 	}
+	if c.ps != nil && c.subs.Load() > 0 && c.w.Proto == 2 && !subscribedOK(cmd) {
+		c.reject(errSubscribed(cmd))
+		return
+	}
+	if msg := c.replCheck(cmd); msg != "" {
+		c.reject(msg)
+		return
+	}
 	if c.multi != nil && cmd.Flags&FlagNoMulti == 0 {
 		c.queue(cmd, args)
 		return
@@ -433,7 +471,7 @@ func (c *Conn) call(cmd *Command, args [][]byte) {
 		c.w.Error(arityError(cmd.Name))
 		return
 	}
-	if cmd.Flags&FlagLoading == 0 && c.srv.dataLoading.Load() && c != c.srv.internal {
+	if cmd.Flags&FlagLoading == 0 && c.srv.dataLoading.Load() && !c.replApplier {
 		c.rejectCmd(cmd, errLoading)
 		return
 	}

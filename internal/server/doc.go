@@ -98,4 +98,17 @@
 // with no command in flight, to mark the point where a snapshot starts and a new log begins.
 // Reads may see writes of other clients whose records are not yet durable; a journal that must
 // prevent that can make reads wait too.
+//
+// # Replication and publish/subscribe
+//
+// The records Conn.propagate hands the journal go, in the same call, to internal/repl, which
+// streams them to replicas (one stream of changes, two consumers). replication.go holds the hooks:
+// the settings (replicaof, masterauth, repl-backlog-size, ...), REPLICAOF/SLAVEOF, PSYNC (which
+// hands the connection over to internal/repl), REPLCONF, WAIT, ROLE, CONFIG REWRITE, the
+// -READONLY/-MASTERDOWN/-NOREPLICAS checks, and replHost, through which replication takes
+// snapshots (Pause, then persist's snapshot writer), loads a primary's snapshot and applies its
+// stream on a connection of its own. A replica applies the stream in loading mode, as a log is
+// replayed: adds counted as the primary counted them, keys expired only by the primary's DEL.
+// cmd_pubsub.go connects internal/pubsub: published messages reach a connection in an event
+// loop through its loop, and one with its own goroutine through a writer goroutine, in order.
 package server

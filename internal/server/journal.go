@@ -32,9 +32,6 @@ type Journal interface {
 // propagate journals args (the command as received) for c.
 func (c *Conn) propagate(args [][]byte) {
 	j := c.srv.journal
-	if j == nil {
-		return
-	}
 	if c.multiWrites == 1 {
 		// The first write of an EXEC opens the transaction in the journal.
 		c.multiWrites = 2
@@ -44,8 +41,14 @@ func (c *Conn) propagate(args [][]byte) {
 }
 
 func (c *Conn) appendJournal(j Journal, args [][]byte) {
-	if w := j.Append(args); w != nil {
-		c.wait = w
+	if j != nil {
+		if w := j.Append(args); w != nil {
+			c.wait = w
+		}
+	}
+	// The same record goes to the replicas; WAIT waits for the offset after it.
+	if off := c.srv.repl.Feed(args); off > 0 {
+		c.woff = off
 	}
 }
 

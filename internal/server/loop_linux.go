@@ -3,6 +3,7 @@
 package server
 
 import (
+	"bytes"
 	"errors"
 	"net"
 	"os"
@@ -37,7 +38,9 @@ type loop struct {
 	mu       sync.Mutex
 	incoming []*Conn
 	monitors []*monitor // MONITOR connections of this loop with output waiting
+	pushq    []*Conn    // connections with bytes from other goroutines (Conn.deliver)
 	stopping bool
+	exited   bool // under mu: run returned; add closes what it is handed
 	stopSeen bool // loop goroutine only
 
 	hasDeadline bool // a read deadline is set on epf
@@ -145,9 +148,30 @@ func (lp *loop) stop() {
 // add hands a connection to the loop.
 func (lp *loop) add(c *Conn) {
 	lp.mu.Lock()
+	if lp.exited {
+		// Accepted just before the shutdown, handed over after the loop ended.
+		lp.mu.Unlock()
+		syscall.Close(c.fd)
+		c.srv.removeConn(c)
+		c.srv.clients.Add(-1)
+		c.srv.wg.Done()
+		return
+	}
 	lp.incoming = append(lp.incoming, c)
 	lp.mu.Unlock()
 	lp.wake()
+}
+
+// exit marks a stopped loop as ended, unless connections were handed to it meanwhile, which it
+// must serve (and close) first.
+func (lp *loop) exit() bool {
+	lp.mu.Lock()
+	defer lp.mu.Unlock()
+	if len(lp.incoming) > 0 {
+		return false
+	}
+	lp.exited = true
+	return true
 }
 
 // adopt takes a connection from the Go runtime: it duplicates the socket (the duplicate is not
@@ -252,7 +276,7 @@ func (lp *loop) run() {
 		lp.finish()
 		if lp.stopSeen || lp.srv.timeout.Load() > 0 {
 			lp.expire(now)
-			if lp.stopSeen && lp.nconns == 0 {
+			if lp.stopSeen && lp.nconns == 0 && lp.exit() {
 				return
 			}
 		}
@@ -268,6 +292,8 @@ func (lp *loop) control(now time.Time) {
 	lp.incoming = nil
 	mons := lp.monitors
 	lp.monitors = nil
+	pq := lp.pushq
+	lp.pushq = nil
 	stopping := lp.stopping
 	lp.mu.Unlock()
 	for _, m := range mons {
@@ -275,6 +301,9 @@ func (lp *loop) control(now time.Time) {
 			c.w.Raw(m.take())
 			lp.markDirty(c)
 		}
+	}
+	for _, c := range pq {
+		lp.takePushed(c)
 	}
 	for _, c := range in {
 		ev := syscall.EpollEvent{Events: syscall.EPOLLIN | syscall.EPOLLRDHUP, Fd: int32(c.fd)}
@@ -295,6 +324,35 @@ func (lp *loop) control(now time.Time) {
 			}
 			c.stopping.Store(true)
 			c.deadline = now.Add(drainWindow).UnixMilli()
+		}
+	}
+}
+
+// deliverTo hands the loop a connection with bytes queued by another goroutine.
+func (lp *loop) deliverTo(c *Conn) {
+	lp.mu.Lock()
+	lp.pushq = append(lp.pushq, c)
+	lp.mu.Unlock()
+	lp.wake()
+}
+
+// takePushed moves bytes queued for c by other goroutines to its output; if they end a
+// blocking command, the requests buffered behind it run.
+func (lp *loop) takePushed(c *Conn) {
+	if lp.conn(c.fd) != c {
+		return // closed meanwhile
+	}
+	b, unblock := c.takePushed()
+	if len(c.out) > 0 {
+		c.out = append(c.out, b...)
+	} else {
+		c.w.Raw(b)
+		lp.markDirty(c)
+	}
+	if unblock {
+		c.blocked = false
+		if len(c.out) == 0 {
+			lp.process(c)
 		}
 	}
 }
@@ -358,7 +416,9 @@ func (lp *loop) readable(c *Conn, now time.Time) {
 		return
 	}
 	lp.touch(c, now)
-	lp.process(c)
+	if !c.blocked {
+		lp.process(c)
+	}
 }
 
 // process runs the complete requests in c's buffer, until it is empty, a reply could not be
@@ -371,7 +431,7 @@ func (lp *loop) process(c *Conn) {
 			lp.markDirty(c)
 		}
 	}()
-	for len(c.out) == 0 && !c.closing {
+	for len(c.out) == 0 && !c.closing && !c.blocked {
 		args, err := c.rd.ReadBuffered()
 		if err != nil {
 			var pe *resp.ProtocolError
@@ -386,6 +446,10 @@ func (lp *loop) process(c *Conn) {
 			break
 		}
 		c.execute(args)
+		if c.hijack != nil {
+			lp.handOver(c)
+			return
+		}
 		if c.quit {
 			c.closing = true
 		}
@@ -503,7 +567,9 @@ func (lp *loop) writeOut(c *Conn) {
 		lp.close(c)
 		return
 	}
-	lp.process(c)
+	if !c.blocked {
+		lp.process(c)
+	}
 }
 
 // The loop's sockets are non-blocking, so their system calls return at once: they are made raw,
@@ -566,6 +632,7 @@ func (lp *loop) close(c *Conn) {
 		return
 	}
 	c.publish()
+	c.closePubSub()
 	lp.conns[c.fd] = nil
 	lp.nconns--
 	c.fdMu.Lock()
@@ -605,4 +672,36 @@ func (lp *loop) notifyMonitor(m *monitor) {
 	lp.monitors = append(lp.monitors, m)
 	lp.mu.Unlock()
 	lp.wake()
+}
+
+// handOver takes a connection out of the loop and gives it, as a blocking net.Conn, to the
+// PSYNC that asked for it (internal/repl then serves it with its own goroutines).
+func (lp *loop) handOver(c *Conn) {
+	fn := c.hijack
+	c.hijack = nil
+	buf := bytes.Clone(c.rd.Unread())
+	if b := c.w.Bytes(); len(b) > 0 {
+		writeFD(c.fd, b) // replies before PSYNC in the same batch, if any
+		c.w.Clear()
+	}
+	c.publish()
+	c.closePubSub()
+	lp.conns[c.fd] = nil
+	lp.nconns--
+	syscall.EpollCtl(lp.epfd, syscall.EPOLL_CTL_DEL, c.fd, nil)
+	c.fdMu.Lock()
+	c.fdClosed = true
+	c.fdMu.Unlock()
+	c.srv.removeConn(c)
+	c.srv.clients.Add(-1)
+	c.srv.wg.Done()
+	syscall.SetNonblock(c.fd, false)
+	f := os.NewFile(uintptr(c.fd), c.addr)
+	nc, err := net.FileConn(f)
+	f.Close()
+	if err != nil {
+		lp.srv.log.Warn("cannot hand a replica's connection over", "client", c.addr, "err", err)
+		return
+	}
+	fn(nc, buf)
 }

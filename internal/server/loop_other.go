@@ -16,7 +16,10 @@ func (lp *loop) stop()                                                   {}
 func (lp *loop) wake()                                                   {}
 func (lp *loop) notifyMonitor(*monitor)                                  {}
 func (lp *loop) add(*Conn)                                               {}
+func (lp *loop) deliverTo(*Conn)                                         {}
 func (s *Server) startLoops(int) error                                   { return nil }
 func shutdownFD(int)                                                     {}
 func adopt(*net.TCPConn) (int, error)                                    { return -1, errors.New("server: no event loops here") }
 func (s *Server) newLoopConn(lp *loop, fd int, addr, laddr string) *Conn { return nil }
+
+func (lp *loop) handOver(*Conn) {}

@@ -104,6 +104,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	s.configFile = file
 	s.logStart(file)
 	s.logMemoryLimit()
 	s.limitRuntime()
@@ -152,8 +153,10 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		<-served
 		if err := s.closeData(save); err != nil {
 			s.log.Error("failed to save or sync the data files on exit", "err", err)
+			s.saveReplState(false)
 			return fmt.Errorf("server: on exit: %w", err)
 		}
+		s.saveReplState(save || s.config().AppendOnly)
 		s.log.Info("bloomd is now ready to exit, bye bye")
 		return nil
 	}
@@ -175,6 +178,8 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			}
 			return err
 		}
+		s.restoreReplState()
+		s.StartReplication()
 		s.log.Info("bloomd ready to accept connections")
 	case err := <-served:
 		s.Shutdown(context.Background())

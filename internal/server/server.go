@@ -19,12 +19,15 @@ import (
 	"github.com/bloomd/bloom/internal/metrics"
 	"github.com/bloomd/bloom/internal/persist"
 	"github.com/bloomd/bloom/internal/protected"
+	"github.com/bloomd/bloom/internal/pubsub"
+	"github.com/bloomd/bloom/internal/repl"
 )
 
 // A Server is bloomd: it accepts RESP connections and runs their commands against one keyspace.
 // Create it with New, start it with Listen and Serve (or ListenAndServe), stop it with Shutdown.
 type Server struct {
 	mux     *Mux
+	hub     *pubsub.Hub
 	ks      *keyspace
 	gate    *gate
 	journal Journal
@@ -67,6 +70,13 @@ type Server struct {
 	done     chan struct{}
 	internal *Conn // the client of Exec
 
+	repl         *repl.Repl  // replication (replication.go)
+	applier      *Conn       // the client that applies a primary's stream
+	minReplicas  atomic.Bool // min-replicas-to-write is set
+	applierStale atomic.Bool // the applier's open transaction belongs to a former primary
+	configFile   string      // the file the settings came from, for CONFIG REWRITE
+	runID        string
+
 	// dataLoading is set while the data files load: commands that may not run then are
 	// answered -LOADING.
 	dataLoading atomic.Bool
@@ -81,6 +91,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s := &Server{
 		mux:     NewMux(),
+		hub:     pubsub.New(globMatch),
 		ks:      newKeyspace(),
 		gate:    newGate(),
 		journal: cfg.Journal,
@@ -108,8 +119,12 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.ks.exclusive = s.gate.excl.Load
 	registerCommands(s.mux)
+	registerPubSub(s.mux)
+	registerReplication(s.mux)
+	s.runID = newRunID()
 	registerStatsCommands(s.mux)
 	s.attachStats()
+	s.startRepl(&cfg)
 	if loopsSupported {
 		if err := s.startLoops(cfg.EventLoops); err != nil {
 			return nil, fmt.Errorf("server: event loops: %w", err)
@@ -373,6 +388,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		for _, ln := range lns {
 			ln.Close()
 		}
+		s.repl.Close()
 	}
 	s.connsMu.Lock()
 	for c := range s.conns {
@@ -412,6 +428,9 @@ func (s *Server) cron() {
 		case <-t.C:
 		}
 		s.statsTick(time.Now())
+		if s.repl.IsReplica() {
+			continue // a replica's keys expire when its primary says so (DEL in the stream)
+		}
 		// Like Redis's active expiry: sample 20 keys with an expiry per shard, and go on
 		// while a quarter of a sample was expired, for at most 25 ms; then remove what was
 		// found, in one exclusive section.
@@ -451,12 +470,15 @@ func (s *Server) cron() {
 func (s *Server) removeExpired(c *Conn, sh *shard, e *entry) {
 	s.ks.removeLocked(sh, e)
 	s.stats.expired.Add(1)
-	switch {
-	case c != nil:
+	if c != nil {
 		c.propagateCmd([]byte("DEL"), []byte(e.key))
-	case s.journal != nil:
-		s.journal.Append([][]byte{[]byte("DEL"), []byte(e.key)})
+		return
 	}
+	del := [][]byte{[]byte("DEL"), []byte(e.key)}
+	if s.journal != nil {
+		s.journal.Append(del)
+	}
+	s.repl.Feed(del)
 }
 
 // SetLoading switches loading mode on or off, for replaying journal records with Exec. While
@@ -529,6 +551,7 @@ func (s *Server) internalConn() *Conn {
 	if s.internal == nil {
 		c := s.newConn(nil)
 		c.authed = true
+		c.replApplier = true // loads data files: exempt from replication's rules, like the stream
 		s.internal = c
 	}
 	return s.internal

@@ -11,8 +11,8 @@ import (
 	"time"
 )
 
-// infoField returns the value of name in an INFO reply, or "".
-func infoField(info, name string) string {
+// statField returns the value of name in an INFO reply, or "".
+func statField(info, name string) string {
 	for _, line := range strings.Split(info, "\r\n") {
 		if v, ok := strings.CutPrefix(line, name+":"); ok {
 			return v
@@ -54,8 +54,8 @@ func testCommandStats(t *testing.T) {
 		t.Errorf("INFO errorstats:\n%s", errs)
 	}
 	stats := string(c.do("INFO", "stats").Str)
-	if infoField(stats, "total_error_replies") != "4" || infoField(stats, "total_rejected_calls") != "3" {
-		t.Errorf("INFO stats: total_error_replies=%s total_rejected_calls=%s", infoField(stats, "total_error_replies"), infoField(stats, "total_rejected_calls"))
+	if statField(stats, "total_error_replies") != "4" || statField(stats, "total_rejected_calls") != "3" {
+		t.Errorf("INFO stats: total_error_replies=%s total_rejected_calls=%s", statField(stats, "total_error_replies"), statField(stats, "total_rejected_calls"))
 	}
 	lat := string(c.do("INFO", "latencystats").Str)
 	if !regexp.MustCompile(`latency_percentiles_usec_bf\.add:p50=[\d.]+,p99=[\d.]+,p99\.9=[\d.]+\r\n`).MatchString(lat) {

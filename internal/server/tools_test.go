@@ -65,7 +65,7 @@ func TestPrometheusRedisExporter(t *testing.T) {
 			c.do("BF.EXISTS", "f0", "0")
 			c.do("SET", "s", "v", "EX", "1000")
 			c.do("BF.ADD", "s", "x") // a failed call
-			used := infoField(string(c.do("INFO", "memory").Str), "used_memory")
+			used := statField(string(c.do("INFO", "memory").Str), "used_memory")
 
 			port := freePort(t)
 			args := []string{"-redis.addr", "redis://" + s.addr(), "-web.listen-address", "127.0.0.1:" + strconv.Itoa(port)}

@@ -1,0 +1,31 @@
+package main
+
+import (
+	"math"
+	"strings"
+	"testing"
+)
+
+// TestRun runs the example small against bloomd in this process: every spam sender published
+// before a check is flagged, and good senders are flagged at about the configured rate.
+func TestRun(t *testing.T) {
+	var out strings.Builder
+	r, err := run([]string{"-initial", "5000", "-batches", "5", "-batch", "500", "-every", "20ms", "-checkers", "2", "-p", "0.01"}, &out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Log("\n" + out.String())
+	if r.updates != 5 || r.checks == 0 || r.spamCaught == 0 {
+		t.Fatalf("result %+v", r)
+	}
+	if r.spamMissed != 0 {
+		t.Errorf("%d published spam senders were let through", r.spamMissed)
+	}
+	// At p = 0.01 with the list under capacity: the bound is 1% plus 5 standard deviations.
+	if limit := r.good/100 + 5*int64(math.Sqrt(float64(r.good)/100)) + 5; r.falsePositive > limit {
+		t.Errorf("%d of %d good senders flagged; limit %d", r.falsePositive, r.good, limit)
+	}
+	if _, err := run([]string{"-initial", "0"}, &out); err == nil {
+		t.Error("-initial 0 accepted")
+	}
+}

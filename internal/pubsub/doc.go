@@ -1,0 +1,16 @@
+// Package pubsub is bloomd's publish/subscribe hub: Redis's SUBSCRIBE, PSUBSCRIBE, PUBLISH and
+// PUBSUB, with the message frames Redis sends (a RESP2 array, or a RESP3 push). Redis Sentinel
+// needs it: Sentinels find each other only through the "__sentinel__:hello" channel of the
+// servers they watch.
+//
+// A Hub maps channels and patterns to Subscribers. A Subscriber is whatever can take a frame of
+// bytes and write it to its client later (a connection of the server); the hub never blocks on
+// a slow client, since Push only queues. A Client holds one connection's subscriptions and
+// writes the replies of the subscription commands (which are ordinary replies to the caller, not
+// pushes through Push).
+//
+// Pattern matching is the caller's (the server's glob, as KEYS uses), passed to New.
+//
+// A Hub is safe for concurrent use; a Client is used by its connection's goroutine only, except
+// that Publish (from any goroutine) reads the hub's tables under the hub's lock.
+package pubsub

@@ -1,0 +1,389 @@
+package repl
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/bloomd/bloom/internal/resp"
+)
+
+// maxLinkBuffer bounds the stream bytes waiting for one replica (Redis's
+// client-output-buffer-limit for replicas is 256mb): a replica that falls further behind is
+// disconnected, and later resynchronised.
+const maxLinkBuffer = 256 << 20
+
+// The states of an attached replica, as INFO names them.
+const (
+	linkWaitBgsave = "wait_bgsave"
+	linkSendBulk   = "send_bulk"
+	linkOnline     = "online"
+)
+
+// A link is one replica attached to this server.
+type link struct {
+	r     *Repl
+	nc    net.Conn
+	ip    string
+	port  int
+	state string // under r.mu
+
+	bufMu  sync.Mutex
+	buf    []byte // stream bytes not yet written
+	over   bool   // buf passed maxLinkBuffer
+	signal chan struct{}
+
+	ack     atomic.Int64 // offset the replica acknowledged
+	ackTime atomic.Int64 // unix ns of the last acknowledgement
+	once    sync.Once
+	done    chan struct{}
+}
+
+// add queues stream bytes for the replica. Called under r.mu.
+func (l *link) add(b []byte) {
+	l.bufMu.Lock()
+	if len(l.buf)+len(b) > maxLinkBuffer {
+		l.over = true
+	} else {
+		l.buf = append(l.buf, b...)
+	}
+	l.bufMu.Unlock()
+	select {
+	case l.signal <- struct{}{}:
+	default:
+	}
+}
+
+func (l *link) close() {
+	l.once.Do(func() {
+		close(l.done)
+		l.nc.Close()
+	})
+}
+
+// A ReplicaInfo is what a replica said about itself before PSYNC (REPLCONF).
+type ReplicaInfo struct {
+	Addr          string // the connection's remote address
+	ListeningPort int    // REPLCONF listening-port
+	IPAddress     string // REPLCONF ip-address
+	PSync2        bool   // REPLCONF capa psync2
+}
+
+// ServeReplica takes over a connection that sent PSYNC replid offset: it answers with a
+// partial or a full sync and then streams the writes, until the replica goes away or the
+// link is dropped. buffered holds bytes the client sent after PSYNC that were already read.
+// It returns at once; the link has its own goroutines.
+func (r *Repl) ServeReplica(nc net.Conn, buffered []byte, replid string, offsetArg []byte, info ReplicaInfo) {
+	ip := info.IPAddress
+	if ip == "" {
+		ip, _, _ = net.SplitHostPort(info.Addr)
+	}
+	l := &link{r: r, nc: nc, ip: ip, port: info.ListeningPort, signal: make(chan struct{}, 1), done: make(chan struct{})}
+	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
+		nc.Close()
+		return
+	}
+	r.wg.Add(1)
+	r.active.Store(true) // the backlog starts here, at the current offset
+	r.mu.Unlock()
+	go func() {
+		defer r.wg.Done()
+		defer l.close()
+		offset, err := strconv.ParseInt(string(offsetArg), 10, 64)
+		if err != nil {
+			r.log.Warn("replica asks for synchronization but with a wrong offset", "replica", info.Addr)
+			nc.Write([]byte("-ERR value is not an integer or out of range\r\n"))
+			return
+		}
+		if !r.tryPartial(l, replid, offset, info) {
+			if err := r.fullSync(l, info); err != nil {
+				r.log.Warn("full sync with a replica failed", "replica", info.Addr, "err", err)
+				r.dropLink(l)
+				return
+			}
+		}
+		r.wg.Add(1)
+		go func() {
+			defer r.wg.Done()
+			r.readAcks(l, buffered)
+		}()
+		r.stream(l)
+		r.dropLink(l)
+	}()
+}
+
+// sameHistoryLocked reports whether this server's history contains the replica's: its ID is
+// ours, or our secondary ID up to where that history ended.
+func (r *Repl) sameHistoryLocked(replid string, offset int64) bool {
+	return strings.EqualFold(replid, r.replid) || strings.EqualFold(replid, r.replid2) && offset <= r.secondOff
+}
+
+// tryPartial attaches l with +CONTINUE if this server holds the history the replica asks for.
+func (r *Repl) tryPartial(l *link, replid string, offset int64, info ReplicaInfo) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !r.sameHistoryLocked(replid, offset) {
+		if replid != "?" {
+			r.partialErr++
+			r.log.Info("partial resynchronization not accepted: replication ID mismatch or offset past the secondary ID's end",
+				"asked", replid, "offset", offset, "replid", r.replid, "replid2", r.replid2, "second_repl_offset", r.secondOff)
+		}
+		return false
+	}
+	data, ok := r.backlogFromLocked(offset)
+	if !ok {
+		r.partialErr++
+		r.log.Info("unable to partial resync for lack of backlog", "replica", info.Addr, "offset", offset,
+			"backlog_first", r.offset-r.histlen+1, "master_repl_offset", r.offset)
+		return false
+	}
+	reply := "+CONTINUE\r\n"
+	if info.PSync2 {
+		reply = "+CONTINUE " + r.replid + "\r\n"
+	}
+	l.nc.SetWriteDeadline(time.Now().Add(10 * time.Second))
+	if _, err := io.WriteString(l.nc, reply); err != nil {
+		return true // the link closes; the replica retries
+	}
+	l.nc.SetWriteDeadline(time.Time{})
+	l.buf = data
+	l.state = linkOnline
+	l.ackTime.Store(time.Now().UnixNano())
+	r.links[l] = struct{}{}
+	r.partialOK++
+	r.log.Info("partial resynchronization accepted", "replica", info.Addr, "bytes", len(data), "from", offset)
+	return true
+}
+
+// fullSync sends +FULLRESYNC and a snapshot taken now; the writes after the snapshot's instant
+// collect in the link's buffer meanwhile.
+func (r *Repl) fullSync(l *link, info ReplicaInfo) error {
+	var replid string
+	var offset int64
+	size, write, err := r.host.Snapshot(func() {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		replid, offset = r.replid, r.offset
+		l.state = linkWaitBgsave
+		r.links[l] = struct{}{}
+		r.fullSyncs++
+	})
+	if err != nil {
+		return err
+	}
+	r.setState(l, linkSendBulk)
+	r.log.Info("starting a full sync", "replica", info.Addr, "bytes", size, "offset", offset)
+	start := time.Now()
+	bw := bufio.NewWriterSize(&deadlineWriter{nc: l.nc, timeout: r.timeout()}, 1<<20)
+	fmt.Fprintf(bw, "+FULLRESYNC %s %d\r\n$%d\r\n", replid, offset, size)
+	if err := write(bw); err != nil {
+		return err
+	}
+	if err := bw.Flush(); err != nil {
+		return err
+	}
+	r.log.Info("snapshot sent to a replica", "replica", info.Addr, "bytes", size, "seconds", time.Since(start).Seconds())
+	r.setState(l, linkOnline)
+	l.ackTime.Store(time.Now().UnixNano())
+	return nil
+}
+
+func (r *Repl) setState(l *link, s string) {
+	r.mu.Lock()
+	l.state = s
+	r.mu.Unlock()
+}
+
+func (r *Repl) timeout() time.Duration {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return time.Duration(max(r.cfg.Timeout, 1)) * time.Second
+}
+
+// deadlineWriter writes with a deadline per write: a replica that stops reading for
+// repl-timeout is dropped.
+type deadlineWriter struct {
+	nc      net.Conn
+	timeout time.Duration
+}
+
+func (d *deadlineWriter) Write(p []byte) (int, error) {
+	d.nc.SetWriteDeadline(time.Now().Add(d.timeout))
+	return d.nc.Write(p)
+}
+
+// stream writes the link's buffered stream bytes as they come.
+func (r *Repl) stream(l *link) {
+	w := &deadlineWriter{nc: l.nc, timeout: r.timeout()}
+	var out []byte
+	for first := true; ; first = false {
+		if first {
+			goto drain
+		}
+		select {
+		case <-l.done:
+			return
+		case <-l.signal:
+		}
+	drain:
+		l.bufMu.Lock()
+		out, l.buf = l.buf, out[:0]
+		over := l.over
+		l.bufMu.Unlock()
+		if over {
+			r.log.Warn("replica fell too far behind (256mb of stream waiting); disconnecting it", "replica", l.nc.RemoteAddr())
+			return
+		}
+		if len(out) > 0 {
+			if _, err := w.Write(out); err != nil {
+				r.log.Info("connection with a replica lost", "replica", l.nc.RemoteAddr(), "err", err)
+				return
+			}
+		}
+		if cap(out) > 1<<20 {
+			out = nil
+		}
+	}
+}
+
+// readAcks reads what the replica sends: REPLCONF ACK offset. Anything else is a protocol
+// violation that drops the link.
+func (r *Repl) readAcks(l *link, buffered []byte) {
+	defer l.close()
+	rd := resp.NewReader(io.MultiReader(strings.NewReader(string(buffered)), l.nc))
+	rd.Limits.MaxBulk = 1 << 10
+	rd.Limits.MaxElems = 16
+	for {
+		l.nc.SetReadDeadline(time.Now().Add(r.timeout()))
+		argv, err := rd.ReadCommand()
+		if err != nil {
+			var pe *resp.ProtocolError
+			if errors.As(err, &pe) {
+				r.log.Warn("replica sent bytes that are not a command; disconnecting it", "replica", l.nc.RemoteAddr(), "err", pe.Msg)
+			}
+			return
+		}
+		if len(argv) >= 3 && strings.EqualFold(string(argv[0]), "replconf") && strings.EqualFold(string(argv[1]), "ack") {
+			off, err := strconv.ParseInt(string(argv[2]), 10, 64)
+			if err != nil || off < 0 {
+				r.log.Warn("replica acknowledged a bad offset; disconnecting it", "replica", l.nc.RemoteAddr(), "offset", string(argv[2][:min(len(argv[2]), 32)]))
+				return
+			}
+			r.mu.Lock()
+			if off > r.offset {
+				off = r.offset // a replica cannot have more than was sent
+			}
+			if off > l.ack.Load() {
+				l.ack.Store(off)
+			}
+			l.ackTime.Store(time.Now().UnixNano())
+			close(r.ackChanged)
+			r.ackChanged = make(chan struct{})
+			r.mu.Unlock()
+			continue
+		}
+		if strings.EqualFold(string(argv[0]), "ping") || strings.EqualFold(string(argv[0]), "replconf") {
+			continue
+		}
+		r.log.Warn("replica sent a command other than REPLCONF ACK on its link; disconnecting it", "replica", l.nc.RemoteAddr(), "command", string(argv[0][:min(len(argv[0]), 32)]))
+		return
+	}
+}
+
+func (r *Repl) dropLink(l *link) {
+	r.mu.Lock()
+	delete(r.links, l)
+	r.mu.Unlock()
+	l.close()
+}
+
+func (r *Repl) sortedLinksLocked() []*link {
+	ls := make([]*link, 0, len(r.links))
+	for l := range r.links {
+		ls = append(ls, l)
+	}
+	slices.SortFunc(ls, func(a, b *link) int { return strings.Compare(a.nc.RemoteAddr().String(), b.nc.RemoteAddr().String()) })
+	return ls
+}
+
+// countAcksLocked returns the online replicas that acknowledged offset.
+func (r *Repl) countAcksLocked(offset int64) int {
+	n := 0
+	for l := range r.links {
+		if l.state == linkOnline && l.ack.Load() >= offset {
+			n++
+		}
+	}
+	return n
+}
+
+// Wait implements WAIT: it waits until n replicas acknowledged offset (the stream offset after
+// the client's last write), or timeout passes (0: no limit; stop ends the wait too), and returns
+// how many did. It asks the replicas for an acknowledgement at once.
+func (r *Repl) Wait(n int, offset int64, timeout time.Duration, stop <-chan struct{}) int {
+	r.mu.Lock()
+	if got := r.countAcksLocked(offset); got >= n {
+		r.mu.Unlock()
+		return got
+	}
+	r.scratch = resp.AppendCommand(r.scratch[:0], []byte("REPLCONF"), []byte("GETACK"), []byte("*"))
+	r.appendLocked(r.scratch)
+	r.mu.Unlock()
+	var deadline <-chan time.Time
+	if timeout > 0 {
+		t := time.NewTimer(timeout)
+		defer t.Stop()
+		deadline = t.C
+	}
+	for {
+		r.mu.Lock()
+		got := r.countAcksLocked(offset)
+		ch := r.ackChanged
+		r.mu.Unlock()
+		if got >= n {
+			return got
+		}
+		select {
+		case <-ch:
+		case <-deadline:
+			r.mu.Lock()
+			defer r.mu.Unlock()
+			return r.countAcksLocked(offset)
+		case <-stop:
+			return got
+		}
+	}
+}
+
+// goodLocked counts the online replicas whose last acknowledgement is at most
+// min-replicas-max-lag seconds old.
+func (r *Repl) goodLocked(now time.Time) int {
+	n := 0
+	for l := range r.links {
+		if l.state == linkOnline && now.Sub(time.Unix(0, l.ackTime.Load())) <= time.Duration(r.cfg.MinReplicasMaxLag)*time.Second {
+			n++
+		}
+	}
+	return n
+}
+
+// EnoughReplicas reports whether a primary may accept writes under min-replicas-to-write and
+// min-replicas-max-lag.
+func (r *Repl) EnoughReplicas() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.cfg.MinReplicasToWrite <= 0 || r.cfg.MinReplicasMaxLag <= 0 || r.master != nil {
+		return true
+	}
+	return r.goodLocked(time.Now()) >= r.cfg.MinReplicasToWrite
+}

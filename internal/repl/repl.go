@@ -1,0 +1,476 @@
+package repl
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/bloomd/bloom/internal/resp"
+)
+
+// Host is the server as replication sees it.
+type Host interface {
+	// Snapshot calls mark while no write is in flight and returns the snapshot of the data at
+	// that instant: its exact size, and a function that writes it (while writes go on).
+	Snapshot(mark func()) (size int64, write func(io.Writer) error, err error)
+	// Load replaces all data with the snapshot of size bytes read from r. While it runs the
+	// server answers -LOADING.
+	Load(r io.Reader, size int64) error
+	// Apply runs one command of the primary's stream, as the primary's client. Commands come
+	// in batches, each ended by EndBatch: in between, the server may keep other work that
+	// needs every command stopped waiting.
+	Apply(argv [][]byte)
+	// EndBatch ends a batch of Apply calls.
+	EndBatch()
+	// Port returns the port the server listens on, which a replica announces to its primary
+	// (unless replica-announce-port is set).
+	Port() int
+	// RoleChanged tells the server that it became a replica (true) or a primary (false).
+	RoleChanged(replica bool)
+}
+
+// Config holds replication's settings, with redis.conf's names.
+type Config struct {
+	MasterAuth         string // masterauth
+	MasterUser         string // masteruser
+	ReplicaReadOnly    bool   // replica-read-only
+	ServeStaleData     bool   // replica-serve-stale-data
+	ReplicaPriority    int    // replica-priority
+	AnnounceIP         string // replica-announce-ip
+	AnnouncePort       int    // replica-announce-port
+	BacklogSize        int64  // repl-backlog-size
+	Timeout            int    // repl-timeout, seconds
+	MinReplicasToWrite int    // min-replicas-to-write
+	MinReplicasMaxLag  int    // min-replicas-max-lag, seconds
+	// TempDir is where a replica keeps the snapshot of a full sync until it has all of it.
+	TempDir string
+}
+
+// DefaultConfig returns Redis's defaults.
+func DefaultConfig() Config {
+	return Config{ReplicaReadOnly: true, ServeStaleData: true, ReplicaPriority: 100, BacklogSize: 1 << 20,
+		Timeout: 60, MinReplicasMaxLag: 10, TempDir: "."}
+}
+
+// A Repl is one server's replication state: its history (ID, offset, backlog), the replicas
+// attached to it, and its link to a primary when it is a replica.
+type Repl struct {
+	host Host
+	log  *slog.Logger
+
+	mu          sync.Mutex
+	cfg         Config
+	replid      string
+	replid2     string
+	secondOff   int64 // second_repl_offset, -1 for none
+	offset      int64 // master_repl_offset: bytes of stream so far
+	ring        []byte
+	histlen     int64
+	links       map[*link]struct{}
+	ackChanged  chan struct{} // closed and replaced when a replica acknowledges
+	master      *masterLink   // non-nil while a replica
+	scratch     []byte
+	fullSyncs   int64
+	partialOK   int64
+	partialErr  int64
+	closed      bool
+	applyMu     sync.Mutex    // serialises Host.Apply and Host.Load across links old and new
+	stop        chan struct{} // closed by Close
+	replicaFlag atomic.Bool
+	// active is set once a replica attached or the server became a replica: until then, as in
+	// Redis, there is no backlog, writes cost nothing here and the offset does not move.
+	active atomic.Bool
+	// dial connects to a primary; tests replace it.
+	dial func(addr string, timeout time.Duration) (net.Conn, error)
+	wg   sync.WaitGroup
+}
+
+// New returns the replication state of a primary with a fresh replication ID and an empty
+// backlog.
+func New(host Host, cfg Config, log *slog.Logger) *Repl {
+	if cfg.BacklogSize < 16<<10 {
+		cfg.BacklogSize = 16 << 10
+	}
+	if log == nil {
+		log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	r := &Repl{host: host, log: log, cfg: cfg, replid: newID(), replid2: zeroID, secondOff: -1,
+		links: map[*link]struct{}{}, ackChanged: make(chan struct{})}
+	r.ring = make([]byte, cfg.BacklogSize)
+	r.dial = func(addr string, timeout time.Duration) (net.Conn, error) {
+		return net.DialTimeout("tcp", addr, timeout)
+	}
+	r.stop = make(chan struct{})
+	r.wg.Add(1)
+	go r.pinger()
+	return r
+}
+
+// pinger puts a PING into the stream every 10 seconds while replicas are attached, as Redis's
+// repl-ping-replica-period does, so that a replica can tell a silent primary from a dead one.
+func (r *Repl) pinger() {
+	defer r.wg.Done()
+	t := time.NewTicker(10 * time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-r.stop:
+			return
+		case <-t.C:
+		}
+		r.mu.Lock()
+		if r.master == nil && len(r.links) > 0 {
+			r.scratch = resp.AppendCommand(r.scratch[:0], []byte("PING"))
+			r.appendLocked(r.scratch)
+		}
+		r.mu.Unlock()
+	}
+}
+
+const zeroID = "0000000000000000000000000000000000000000"
+
+// newID returns a random 40-character replication ID, as Redis makes them.
+func newID() string {
+	var b [20]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// Restore sets the history to replid at offset, with an empty backlog: for a server restarted
+// from data files that hold exactly the stream up to offset (see State). A replica then asks
+// its primary to continue from there, and replicas that were at offset continue from this
+// server. It must be called before the server follows a primary.
+func (r *Repl) Restore(replid string, offset int64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.replid, r.offset, r.histlen = replid, offset, 0
+	r.active.Store(true)
+}
+
+// State returns the replication ID and offset of the data as of now.
+func (r *Repl) State() (replid string, offset int64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.replid, r.offset
+}
+
+// SetConfig changes the settings (CONFIG SET). A new backlog size empties the backlog.
+func (r *Repl) SetConfig(cfg Config) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if cfg.BacklogSize < 16<<10 {
+		cfg.BacklogSize = 16 << 10
+	}
+	if cfg.BacklogSize != int64(len(r.ring)) {
+		r.ring = make([]byte, cfg.BacklogSize)
+		r.histlen = 0
+	}
+	r.cfg = cfg
+}
+
+// IsReplica reports whether the server follows a primary. It costs one atomic load.
+func (r *Repl) IsReplica() bool { return r.replicaFlag.Load() }
+
+// ReadOnly reports whether writes from clients must be refused: a replica with
+// replica-read-only.
+func (r *Repl) ReadOnly() bool {
+	if !r.replicaFlag.Load() {
+		return false
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.cfg.ReplicaReadOnly
+}
+
+// Stale reports whether a replica must refuse data commands with -MASTERDOWN: its link is
+// down and replica-serve-stale-data is no.
+func (r *Repl) Stale() bool {
+	if !r.replicaFlag.Load() {
+		return false
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return !r.cfg.ServeStaleData && (r.master == nil || r.master.state != stateConnected)
+}
+
+// Feed appends a write to the stream: the backlog and every attached replica. It returns the
+// stream's offset after it. A replica's own writes (with replica-read-only no) are not
+// replicated, as in Redis: Feed ignores them and returns 0.
+func (r *Repl) Feed(argv [][]byte) int64 {
+	if !r.active.Load() || r.replicaFlag.Load() {
+		return 0
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.scratch = resp.AppendCommand(r.scratch[:0], argv...)
+	r.appendLocked(r.scratch)
+	return r.offset
+}
+
+// Offset returns master_repl_offset.
+func (r *Repl) Offset() int64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.offset
+}
+
+// appendLocked adds stream bytes to the backlog and to every attached replica's buffer.
+func (r *Repl) appendLocked(b []byte) {
+	n := int64(len(r.ring))
+	for p := b; len(p) > 0; {
+		at := (r.offset + int64(len(b)-len(p))) % n
+		c := copy(r.ring[at:], p)
+		p = p[c:]
+	}
+	r.offset += int64(len(b))
+	r.histlen = min(r.histlen+int64(len(b)), n)
+	for l := range r.links {
+		l.add(b)
+	}
+}
+
+// backlogFrom returns a copy of the backlog from stream offset from (1-based, as PSYNC asks),
+// or ok false if the backlog does not hold it.
+func (r *Repl) backlogFromLocked(from int64) ([]byte, bool) {
+	first := r.offset - r.histlen + 1
+	if r.histlen == 0 && from == r.offset+1 {
+		return nil, true
+	}
+	if from < first || from > r.offset+1 {
+		return nil, false
+	}
+	out := make([]byte, 0, r.offset+1-from)
+	n := int64(len(r.ring))
+	for off := from - 1; off < r.offset; {
+		at := off % n
+		end := min(n, at+(r.offset-off))
+		out = append(out, r.ring[at:end]...)
+		off += end - at
+	}
+	return out, true
+}
+
+// shiftIDLocked starts a new history at the current offset, keeping the old ID valid up to it.
+func (r *Repl) shiftIDLocked() {
+	r.replid2 = r.replid
+	r.secondOff = r.offset + 1
+	r.replid = newID()
+	r.log.Info("new replication ID; the previous one stays valid up to its offset",
+		"replid", r.replid, "replid2", r.replid2, "second_repl_offset", r.secondOff)
+}
+
+// disconnectLinksLocked drops every attached replica, which then reconnects and learns the
+// new history.
+func (r *Repl) disconnectLinksLocked() {
+	for l := range r.links {
+		l.close()
+		delete(r.links, l)
+	}
+}
+
+// ReplicaOf makes the server a replica of host:port. It answers as REPLICAOF does: "OK", or
+// "OK Already connected to specified master" when nothing changes.
+func (r *Repl) ReplicaOf(host string, port int) string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.master != nil && r.master.host == host && r.master.port == port {
+		return "OK Already connected to specified master"
+	}
+	if r.master != nil {
+		r.master.stop()
+	}
+	r.disconnectLinksLocked()
+	was := r.replicaFlag.Swap(true)
+	r.active.Store(true)
+	m := &masterLink{r: r, host: host, port: port, done: make(chan struct{}), downSince: time.Now()}
+	r.master = m
+	r.wg.Add(1)
+	go m.run()
+	if !was {
+		r.host.RoleChanged(true)
+	}
+	r.log.Info("REPLICAOF enabled", "primary", net.JoinHostPort(host, strconv.Itoa(port)))
+	return "OK"
+}
+
+// NoOne makes the server a primary (REPLICAOF NO ONE). A replica that was one keeps its data
+// and history: its ID becomes the secondary ID.
+func (r *Repl) NoOne() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.master == nil {
+		return
+	}
+	r.master.stop()
+	r.master = nil
+	r.shiftIDLocked()
+	r.disconnectLinksLocked()
+	r.replicaFlag.Store(false)
+	r.host.RoleChanged(false)
+	r.log.Info("MASTER MODE enabled")
+}
+
+// KillPrimaryLink closes the link to the primary (CLIENT KILL TYPE master), which then
+// reconnects and continues with a partial sync. It reports whether there was one.
+func (r *Repl) KillPrimaryLink() int {
+	r.mu.Lock()
+	m := r.master
+	r.mu.Unlock()
+	if m == nil {
+		return 0
+	}
+	return m.kill()
+}
+
+// KillReplicas closes the links of every attached replica (CLIENT KILL TYPE replica) and
+// returns how many there were.
+func (r *Repl) KillReplicas() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := len(r.links)
+	r.disconnectLinksLocked()
+	return n
+}
+
+// Close stops every link and waits for the package's goroutines.
+func (r *Repl) Close() {
+	r.mu.Lock()
+	if !r.closed {
+		close(r.stop)
+	}
+	r.closed = true
+	if r.master != nil {
+		r.master.stop()
+	}
+	r.disconnectLinksLocked()
+	r.mu.Unlock()
+	r.wg.Wait()
+}
+
+// AppendInfo appends the fields of INFO's replication section, with Redis's names, to b.
+func (r *Repl) AppendInfo(b []byte) []byte {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	now := time.Now()
+	f := func(name string, v any) { b = fmt.Appendf(b, "%s:%v\r\n", name, v) }
+	b = append(b, "# Replication\r\n"...)
+	if m := r.master; m != nil {
+		f("role", "slave")
+		f("master_host", m.host)
+		f("master_port", m.port)
+		link := "down"
+		if m.state == stateConnected {
+			link = "up"
+		}
+		f("master_link_status", link)
+		last := -1
+		if m.state == stateConnected {
+			last = int(now.Sub(m.lastIO).Seconds())
+		}
+		f("master_last_io_seconds_ago", last)
+		sync := 0
+		if m.state == stateTransfer {
+			sync = 1
+		}
+		f("master_sync_in_progress", sync)
+		f("slave_read_repl_offset", r.offset)
+		f("slave_repl_offset", r.offset)
+		if m.state == stateTransfer {
+			f("master_sync_total_bytes", m.syncSize)
+			f("master_sync_read_bytes", m.syncRead.Load())
+			f("master_sync_left_bytes", m.syncSize-m.syncRead.Load())
+		}
+		if m.state != stateConnected {
+			f("master_link_down_since_seconds", int64(now.Sub(m.downSince).Seconds()))
+		}
+		f("slave_priority", r.cfg.ReplicaPriority)
+		f("slave_read_only", boolInt(r.cfg.ReplicaReadOnly))
+		f("replica_announced", 1)
+	} else {
+		f("role", "master")
+	}
+	f("connected_slaves", len(r.links))
+	if r.cfg.MinReplicasToWrite > 0 && r.cfg.MinReplicasMaxLag > 0 {
+		f("min_slaves_good_slaves", r.goodLocked(now))
+	}
+	i := 0
+	for _, l := range r.sortedLinksLocked() {
+		lag := int64(0)
+		if l.state == linkOnline {
+			lag = int64(now.Sub(time.Unix(0, l.ackTime.Load())).Seconds())
+		}
+		b = fmt.Appendf(b, "slave%d:ip=%s,port=%d,state=%s,offset=%d,lag=%d\r\n", i, l.ip, l.port, l.state, l.ack.Load(), lag)
+		i++
+	}
+	f("master_failover_state", "no-failover")
+	f("master_replid", r.replid)
+	f("master_replid2", r.replid2)
+	f("master_repl_offset", r.offset)
+	f("second_repl_offset", r.secondOff)
+	f("repl_backlog_active", boolInt(r.active.Load()))
+	f("repl_backlog_size", len(r.ring))
+	f("repl_backlog_first_byte_offset", r.offset-r.histlen+1)
+	f("repl_backlog_histlen", r.histlen)
+	return b
+}
+
+// AppendStats appends the replication counters of INFO's stats section.
+func (r *Repl) AppendStats(b []byte) []byte {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	b = fmt.Appendf(b, "sync_full:%d\r\nsync_partial_ok:%d\r\nsync_partial_err:%d\r\n", r.fullSyncs, r.partialOK, r.partialErr)
+	return b
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// A RoleInfo is what ROLE reports.
+type RoleInfo struct {
+	Replica bool
+	// Primary: the offset and the online replicas.
+	Offset   int64
+	Replicas []RoleReplica
+	// Replica: the primary, the link's state (connect, connecting, handshake, sync,
+	// connected) and the offset processed (-1 before the first sync).
+	Host  string
+	Port  int
+	State string
+}
+
+// A RoleReplica is one replica in ROLE's reply: address, port and acknowledged offset.
+type RoleReplica struct {
+	IP        string
+	Port, Ack int64
+}
+
+// Role returns what ROLE answers.
+func (r *Repl) Role() RoleInfo {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if m := r.master; m != nil {
+		off := r.offset
+		if !m.synced {
+			off = -1
+		}
+		return RoleInfo{Replica: true, Host: m.host, Port: m.port, State: m.state.String(), Offset: off}
+	}
+	ri := RoleInfo{Offset: r.offset}
+	for _, l := range r.sortedLinksLocked() {
+		if l.state == linkOnline {
+			ri.Replicas = append(ri.Replicas, RoleReplica{IP: l.ip, Port: int64(l.port), Ack: l.ack.Load()})
+		}
+	}
+	return ri
+}

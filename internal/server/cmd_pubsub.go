@@ -1,0 +1,235 @@
+package server
+
+import (
+	"strings"
+	"time"
+
+	"github.com/bloomd/bloom/internal/pubsub"
+)
+
+// This file connects internal/pubsub to connections: the commands, and delivery of published
+// messages to a connection from another goroutine (Conn.Push). A message for a connection in an
+// event loop is queued on the connection and handed to its loop, which writes it with the
+// loop's other output; one for a connection with its own goroutine is written by a short-lived
+// goroutine, under the connection's write lock.
+
+// maxPushed is how many bytes of undelivered messages a connection may hold before it is closed,
+// as Redis's client-output-buffer-limit for pubsub clients (32mb) does.
+const maxPushed = 32 << 20
+
+func registerPubSub(mx *Mux) {
+	cmd := func(name string, arity int, flags Flags, summary string, h Handler) *Command {
+		c := &Command{Name: name, Arity: arity, Flags: flags, Since: "2.0.0", Group: "pubsub", Summary: summary, Handler: h}
+		mx.Handle(c)
+		return c
+	}
+	ps := FlagLoading | FlagStale
+	cmd("subscribe", -2, ps, "Listens for messages published to channels.", subscribeCmd)
+	cmd("psubscribe", -2, ps, "Listens for messages published to channels that match one or more patterns.", psubscribeCmd)
+	cmd("unsubscribe", -1, ps, "Stops listening to messages posted to channels.", unsubscribeCmd)
+	cmd("punsubscribe", -1, ps, "Stops listening to messages published to channels that match one or more patterns.", punsubscribeCmd)
+	cmd("publish", 3, ps|FlagFast, "Posts a message to a channel.", publishCmd)
+	container := &Command{Name: "pubsub", Arity: -2, Since: "2.8.0", Group: "pubsub", Summary: "A container for Pub/Sub commands.",
+		Subcommands: map[string]*Command{}}
+	mx.Handle(container)
+	sub := func(name string, arity int, summary string, h Handler) {
+		container.Subcommands[name] = &Command{Name: "pubsub|" + name, Arity: arity, Flags: ps, Since: "2.8.0", Group: "pubsub", Summary: summary, Handler: h}
+	}
+	sub("channels", -2, "Returns the active channels.", pubsubChannelsCmd)
+	sub("numsub", -2, "Returns a count of subscribers to channels.", pubsubNumSubCmd)
+	sub("numpat", 2, "Returns a count of unique pattern subscriptions.", pubsubNumPatCmd)
+	sub("help", 2, "Returns helpful text about the different subcommands.", helpCmd(
+		"PUBSUB <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+		"CHANNELS [<pattern>]", "    Return the currently active channels matching a <pattern> (default: '*').",
+		"NUMPAT", "    Return number of subscriptions to patterns.",
+		"NUMSUB [<channel> ...]", "    Return the number of subscribers for the specified channels, excluding",
+		"    pattern subscriptions(default: no channels).", "",
+		"HELP", "    Print this help."))
+}
+
+// pubsubClient returns c's subscription state, made on first use.
+func (c *Conn) pubsubClient() *pubsub.Client {
+	if c.ps == nil {
+		c.ps = c.srv.hub.NewClient(c)
+	}
+	return c.ps
+}
+
+func (c *Conn) subscriptionsChanged() { c.subs.Store(int32(c.ps.Count())) }
+
+func subscribeCmd(c *Conn, args [][]byte) {
+	c.w.Raw(c.pubsubClient().Subscribe(nil, args[1:]))
+	c.subscriptionsChanged()
+}
+
+func psubscribeCmd(c *Conn, args [][]byte) {
+	c.w.Raw(c.pubsubClient().PSubscribe(nil, args[1:]))
+	c.subscriptionsChanged()
+}
+
+func unsubscribeCmd(c *Conn, args [][]byte) {
+	c.w.Raw(c.pubsubClient().Unsubscribe(nil, args[1:]))
+	c.subscriptionsChanged()
+}
+
+func punsubscribeCmd(c *Conn, args [][]byte) {
+	c.w.Raw(c.pubsubClient().PUnsubscribe(nil, args[1:]))
+	c.subscriptionsChanged()
+}
+
+func publishCmd(c *Conn, args [][]byte) {
+	c.w.Int(int64(c.srv.hub.Publish(args[1], args[2], c)))
+}
+
+func pubsubChannelsCmd(c *Conn, args [][]byte) {
+	if len(args) > 3 {
+		c.w.Error("ERR unknown subcommand or wrong number of arguments for '" + cString(args[1], 128) + "'. Try PUBSUB HELP.")
+		return
+	}
+	var pat []byte
+	if len(args) == 3 {
+		pat = args[2]
+	}
+	chans := c.srv.hub.Channels(pat)
+	c.w.Array(len(chans))
+	for _, ch := range chans {
+		c.w.BulkString(ch)
+	}
+}
+
+func pubsubNumSubCmd(c *Conn, args [][]byte) {
+	c.w.Map(len(args) - 2)
+	for _, ch := range args[2:] {
+		c.w.Bulk(ch)
+		c.w.Int(int64(c.srv.hub.NumSub(ch)))
+	}
+}
+
+func pubsubNumPatCmd(c *Conn, args [][]byte) { c.w.Int(int64(c.srv.hub.NumPat())) }
+
+// subscribedOK reports whether cmd may run on a RESP2 connection in the subscribed state.
+func subscribedOK(cmd *Command) bool {
+	switch cmd.Name {
+	case "subscribe", "psubscribe", "unsubscribe", "punsubscribe", "ping", "quit", "reset":
+		return true
+	}
+	return false
+}
+
+func errSubscribed(cmd *Command) string {
+	return "ERR Can't execute '" + strings.ToLower(cmd.Name) + "': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context"
+}
+
+// Proto returns the connection's protocol, for pubsub.Subscriber.
+func (c *Conn) Proto() int { return int(c.proto.Load()) }
+
+// Push queues a published message for the connection (pubsub.Subscriber). A connection
+// publishing to itself (RESP3) gets it in its reply buffer at once, before PUBLISH's reply.
+func (c *Conn) Push(frame []byte, self bool) {
+	if self {
+		c.w.Raw(frame)
+		return
+	}
+	c.deliver(frame, false)
+}
+
+// deliver queues bytes for the client from another goroutine; unblock also ends a blocking
+// command (see block) whose reply they are.
+func (c *Conn) deliver(b []byte, unblock bool) {
+	if c.nc == nil && c.lp == nil {
+		return // Server.Exec's connection has no client
+	}
+	c.pushMu.Lock()
+	if len(c.pushed)+len(b) > maxPushed && !unblock {
+		c.pushMu.Unlock()
+		c.srv.log.Warn("client too slow to take its published messages; closing it", "client", c.addr)
+		c.kill()
+		return
+	}
+	first := len(c.pushed) == 0 && !c.unblockPending
+	c.pushed = append(c.pushed, b...)
+	if unblock {
+		c.unblockPending = true
+	}
+	if c.lp != nil {
+		c.pushMu.Unlock()
+		if first {
+			c.lp.deliverTo(c)
+		}
+		return
+	}
+	// One writer at a time, so that messages keep their order.
+	start := !c.pushWriting
+	c.pushWriting = true
+	c.pushMu.Unlock()
+	if start {
+		go c.writePushed()
+	}
+}
+
+// takePushed returns the queued bytes and whether a blocking command ended.
+func (c *Conn) takePushed() ([]byte, bool) {
+	c.pushMu.Lock()
+	defer c.pushMu.Unlock()
+	b, u := c.pushed, c.unblockPending
+	c.pushed, c.unblockPending = nil, false
+	return b, u
+}
+
+// writePushed writes queued messages to a connection that has its own goroutine, until none
+// is left.
+func (c *Conn) writePushed() {
+	for {
+		c.pushMu.Lock()
+		b := c.pushed
+		c.pushed, c.unblockPending = nil, false
+		if len(b) == 0 {
+			c.pushWriting = false
+			c.pushMu.Unlock()
+			return
+		}
+		c.pushMu.Unlock()
+		c.outMu.Lock()
+		c.nc.SetWriteDeadline(time.Now().Add(10 * time.Second))
+		_, err := c.nc.Write(b)
+		c.nc.SetWriteDeadline(time.Time{})
+		c.outMu.Unlock()
+		if err != nil {
+			c.kill()
+		}
+	}
+}
+
+// block runs fn, which may wait, and replies with what it returns, without holding up the other
+// connections: a connection in an event loop stops running commands until the reply comes
+// (from another goroutine), one with its own goroutine waits in place. Inside EXEC, fn must not
+// wait; block is not called there.
+func (c *Conn) block(fn func() []byte) {
+	if c.lp == nil {
+		c.outsideGate(func() { c.w.Raw(fn()) })
+		return
+	}
+	c.blocked = true
+	go func() { c.deliver(fn(), true) }()
+}
+
+// closePubSub drops the connection's subscriptions when it ends.
+func (c *Conn) closePubSub() {
+	if c.ps != nil {
+		c.ps.Close()
+		c.subs.Store(0)
+	}
+}
+
+// isType reports whether the connection is of a CLIENT KILL / CLIENT LIST type: "pubsub" once
+// subscribed, "normal" otherwise. (Replica and primary links are not client connections; their
+// kinds are handled by the replication hooks.)
+func (c *Conn) isType(typ string) bool {
+	switch typ {
+	case "pubsub":
+		return c.subs.Load() > 0
+	case "normal":
+		return c.subs.Load() == 0
+	}
+	return false
+}
