@@ -16,6 +16,17 @@ type ServerInfo struct {
 	// Persistence holds INFO persistence's numeric fields by their Redis names
 	// (rdb_last_save_time, aof_current_size, aof_rewrites, ...).
 	Persistence map[string]float64
+	// Replication holds INFO replication's numeric fields (master_repl_offset,
+	// connected_slaves, ...), and Replicas a primary's replicas.
+	Replication map[string]float64
+	Replicas    []Replica
+}
+
+// A Replica is one replica of a primary, as INFO replication's slaveN line gives it.
+type Replica struct {
+	Addr       string // ip:port
+	Offset     int64  // the stream offset it acknowledged
+	LagSeconds int64  // seconds since its last acknowledgement
 }
 
 // A Source is what a Collector reads on each scrape: bloomd's server implements it.
@@ -81,6 +92,10 @@ func NewCollector(src Source) *Collector {
 	for _, p := range persistenceMetrics {
 		d(p.name, p.help)
 	}
+	d("bloomd_repl_offset", "Bytes of the replication stream so far (master_repl_offset).")
+	d("bloomd_connected_replicas", "Replicas connected to this primary.")
+	d("bloomd_replica_offset", "Stream offset a replica acknowledged.", "replica")
+	d("bloomd_replica_lag_seconds", "Seconds since a replica's last acknowledgement.", "replica")
 	d("bloomd_filters_selected", "Filters with series of their own (matching metrics-filter-pattern, at most metrics-max-filters).")
 	d("bloomd_filters_matched", "Filters matching metrics-filter-pattern.")
 	labels := []string{"filter"}
@@ -132,6 +147,17 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 				gauge(p.name, v)
 			}
 		}
+	}
+
+	if v, ok := info.Replication["master_repl_offset"]; ok {
+		gauge("bloomd_repl_offset", v)
+	}
+	if v, ok := info.Replication["connected_slaves"]; ok {
+		gauge("bloomd_connected_replicas", v)
+	}
+	for _, r := range info.Replicas {
+		gauge("bloomd_replica_offset", float64(r.Offset), r.Addr)
+		gauge("bloomd_replica_lag_seconds", float64(r.LagSeconds), r.Addr)
 	}
 
 	st := c.src.Stats()

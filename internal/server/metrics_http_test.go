@@ -141,3 +141,31 @@ func TestMetricsBasicAuth(t *testing.T) {
 		t.Errorf("GET /metrics with the password removed: %d", code)
 	}
 }
+
+// TestMetricsReplication checks the replication series: the primary's offset and its replica's
+// acknowledged offset and lag.
+func TestMetricsReplication(t *testing.T) {
+	ps, p := startReplServer(t)
+	_, r := startReplServer(t)
+	base := serveMetricsFree(t, ps)
+	p.do("BF.ADD", "f", "x")
+	if v := r.do("REPLICAOF", "127.0.0.1", portOf(ps)); v.Text() != "OK" {
+		t.Fatalf("REPLICAOF: %v", v)
+	}
+	waitSynced(t, p, r)
+	p.do("BF.ADD", "f", "y")
+	if v := p.do("WAIT", "1", "5000"); v.Int != 1 {
+		t.Fatalf("WAIT 1 5000 = %v", v)
+	}
+	info := ps.Info()
+	if len(info.Replicas) != 1 || info.Replicas[0].Offset <= 0 || info.Replication["master_repl_offset"] <= 0 {
+		t.Fatalf("Info: replicas %+v, replication %v", info.Replicas, info.Replication)
+	}
+	_, body := get(t, base+"/metrics", "", "")
+	for _, want := range []string{"bloomd_connected_replicas 1\n", "bloomd_repl_offset ",
+		`bloomd_replica_offset{replica="` + info.Replicas[0].Addr + `"} `, `bloomd_replica_lag_seconds{replica="`} {
+		if !strings.Contains(body, want) {
+			t.Errorf("/metrics lacks %q", strings.TrimSpace(want))
+		}
+	}
+}

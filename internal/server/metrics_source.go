@@ -37,14 +37,44 @@ func (s *Server) Info() metrics.ServerInfo {
 		MaxMemory:           cfg.MaxMemory,
 		Persistence:         map[string]float64{},
 	}
-	for _, line := range strings.Split(string(s.appendInfo(nil, "persistence", nil)), "\r\n") {
+	numeric := func(section string, into map[string]float64) []string {
+		lines := strings.Split(string(s.appendInfo(nil, section, nil)), "\r\n")
+		for _, line := range lines {
+			name, v, ok := strings.Cut(line, ":")
+			if !ok {
+				continue
+			}
+			if f, err := strconv.ParseFloat(v, 64); err == nil {
+				into[name] = f
+			}
+		}
+		return lines
+	}
+	numeric("persistence", info.Persistence)
+	info.Replication = map[string]float64{}
+	for _, line := range numeric("replication", info.Replication) {
+		// slave0:ip=127.0.0.1,port=7001,state=online,offset=123,lag=0
 		name, v, ok := strings.Cut(line, ":")
-		if !ok {
+		if !ok || !strings.HasPrefix(name, "slave") {
 			continue
 		}
-		if f, err := strconv.ParseFloat(v, 64); err == nil {
-			info.Persistence[name] = f
+		var r metrics.Replica
+		var ip, port string
+		for _, kv := range strings.Split(v, ",") {
+			k, val, _ := strings.Cut(kv, "=")
+			switch k {
+			case "ip":
+				ip = val
+			case "port":
+				port = val
+			case "offset":
+				r.Offset, _ = strconv.ParseInt(val, 10, 64)
+			case "lag":
+				r.LagSeconds, _ = strconv.ParseInt(val, 10, 64)
+			}
 		}
+		r.Addr = net.JoinHostPort(ip, port)
+		info.Replicas = append(info.Replicas, r)
 	}
 	return info
 }
