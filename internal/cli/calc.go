@@ -13,7 +13,7 @@ import (
 )
 
 func newCalcCmd(e *env) *cobra.Command {
-	var n, p, m, k string
+	var n, p, m, k, plotFile string
 	cmd := &cobra.Command{
 		Use:   "calc (-n N -p P | -m M [-k K] (-n N | -p P))",
 		Short: "Size a filter, or say what a given size achieves",
@@ -39,14 +39,23 @@ Counts take 1000000, 1_000_000, 1e6 or 1M (k, M, G, T: powers of 1000); rates ta
   bloom calc -m 16MiB -k 7 -n 10M
 
   # how many items fit in 1 MB at 1%?
-  bloom calc -m 1MB -p 1%`,
+  bloom calc -m 1MB -p 1%
+
+  # the same sizing, with the rate as the filter fills drawn to fpp.svg
+  bloom calc -n 100M -p 0.001 --plot fpp.svg`,
 		Args: argsUsage(0, 0, "bloom calc -n N -p P | bloom calc -m M [-k K] -n N|-p P"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			q, err := parseCalc(n, p, m, k)
 			if err != nil {
 				return err
 			}
-			return q.print(e.stdout)
+			if err := q.print(e.stdout); err != nil {
+				return err
+			}
+			if plotFile != "" {
+				return writePlot(plotFile, q.chart())
+			}
+			return nil
 		},
 	}
 	f := cmd.Flags()
@@ -54,6 +63,7 @@ Counts take 1000000, 1_000_000, 1e6 or 1M (k, M, G, T: powers of 1000); rates ta
 	f.StringVarP(&p, "rate", "p", "", "false-positive rate, in (0, 1)")
 	f.StringVarP(&m, "bits", "m", "", "filter size: bits, or bytes with a trailing B")
 	f.StringVarP(&k, "hashes", "k", "", "number of hash functions (with -m)")
+	f.StringVar(&plotFile, "plot", "", plotHelp)
 	return cmd
 }
 

@@ -14,6 +14,7 @@ import (
 func newInfoCmd(e *env) *cobra.Command {
 	var from fileFormat
 	var asJSON bool
+	var plotFile string
 	cmd := &cobra.Command{
 		Use:   "info FILE",
 		Short: "Describe a filter: format, sizes, fill and false-positive rate now",
@@ -27,7 +28,8 @@ reports the total capacity of its links, which grows as items are added. The cou
 for scalable, counting and RedisBloom filters, and otherwise an estimate from the bits set.`,
 		Example: `  bloom info users.bloom
   bloom info --from guava users.guava
-  bloom info --json seen.bfdump | jq .fpp`,
+  bloom info --json seen.bfdump | jq .fpp
+  bloom info users.bloom --plot users.svg`,
 		Args: argsUsage(1, 1, "bloom info FILE"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			f, err := readFilter(args[0], from, e.stdin)
@@ -35,6 +37,11 @@ for scalable, counting and RedisBloom filters, and otherwise an estimate from th
 				return err
 			}
 			d := f.describe()
+			if plotFile != "" {
+				if err := writePlot(plotFile, f.chart(args[0], d)); err != nil {
+					return err
+				}
+			}
 			if asJSON {
 				return writeJSON(e.stdout, d)
 			}
@@ -44,6 +51,7 @@ for scalable, counting and RedisBloom filters, and otherwise an estimate from th
 	}
 	cmd.Flags().Var(&from, "from", fromHelp)
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object (bits, bytes and counts as numbers)")
+	cmd.Flags().StringVar(&plotFile, "plot", "", plotHelp)
 	return cmd
 }
 

@@ -10,6 +10,9 @@ import "io"
 type Writer struct {
 	// Proto is the protocol version, 2 or 3; 0 means 2.
 	Proto int
+	// OnError, if not nil, is called with the message of every error reply written, for
+	// statistics (Redis's errorstats).
+	OnError func(msg string)
 
 	dst io.Writer
 	buf []byte
@@ -76,7 +79,12 @@ func (w *Writer) Simple(s string) { w.buf = AppendSimple(w.buf, s) }
 func (w *Writer) OK() { w.buf = append(w.buf, "+OK\r\n"...) }
 
 // Error appends an error reply; msg starts with its code ("ERR ...").
-func (w *Writer) Error(msg string) { w.buf = AppendError(w.buf, msg) }
+func (w *Writer) Error(msg string) {
+	if w.OnError != nil {
+		w.OnError(msg)
+	}
+	w.buf = AppendError(w.buf, msg)
+}
 
 // Int appends an integer.
 func (w *Writer) Int(n int64) { w.buf = AppendInt(w.buf, n) }

@@ -182,6 +182,8 @@ func resetCmd(c *Conn, args [][]byte) {
 	c.name = ""
 	c.infoMu.Unlock()
 	c.setAuthed(*c.srv.requirepass.Load() == "")
+	c.srv.stopMonitor(c)
+	c.cflags.Store(0)
 	c.w.Simple("RESET")
 }
 
@@ -271,8 +273,8 @@ func (c *Conn) info(now time.Time) string {
 		cmd = cur.Name
 	}
 	idle := (now.UnixMilli() - c.lastActive.Load()) / 1000
-	return fmt.Sprintf("id=%d addr=%s laddr=%s name=%s age=%d idle=%d flags=N db=0 cmd=%s user=default resp=%d lib-name=%s lib-ver=%s\n",
-		c.id, c.addr, c.laddr, name, int64(now.Sub(c.created).Seconds()), max(idle, 0), cmd, c.proto.Load(), libName, libVer)
+	return fmt.Sprintf("id=%d addr=%s laddr=%s name=%s age=%d idle=%d flags=%s db=0 cmd=%s user=default resp=%d lib-name=%s lib-ver=%s\n",
+		c.id, c.addr, c.laddr, name, int64(now.Sub(c.created).Seconds()), max(idle, 0), c.flagString(), cmd, c.proto.Load(), libName, libVer)
 }
 
 func (s *Server) clientList() []*Conn {

@@ -23,7 +23,8 @@ type InfoProvider interface {
 	AppendInfo(b []byte, section string) []byte
 }
 
-var infoSections = []string{"server", "clients", "memory", "persistence", "stats", "replication", "modules", "keyspace"}
+var infoSections = []string{"server", "clients", "memory", "persistence", "stats", "replication", "cpu", "modules",
+	"commandstats", "errorstats", "latencystats", "keyspace"}
 
 func infoCmd(c *Conn, args [][]byte) {
 	want := map[string]bool{}
@@ -31,7 +32,7 @@ func infoCmd(c *Conn, args [][]byte) {
 		switch s := strings.ToLower(string(a)); s {
 		case "all", "everything", "default":
 			for _, n := range infoSections {
-				want[n] = true
+				want[n] = want[n] || s != "default" || !infoNotDefault[n]
 			}
 		default:
 			want[s] = true
@@ -39,7 +40,7 @@ func infoCmd(c *Conn, args [][]byte) {
 	}
 	if len(args) == 1 {
 		for _, n := range infoSections {
-			want[n] = true
+			want[n] = !infoNotDefault[n]
 		}
 	}
 	var b []byte
@@ -93,8 +94,13 @@ func (s *Server) appendInfo(b []byte, sec string, c *Conn) []byte {
 	case "clients":
 		b = append(b, "# Clients\r\n"...)
 		b = field(b, "connected_clients", s.clients.Load())
+		b = field(b, "cluster_connections", 0)
 		b = field(b, "maxclients", cfg.MaxClients)
+		b = field(b, "client_recent_max_input_buffer", 0)
+		b = field(b, "client_recent_max_output_buffer", 0)
 		b = field(b, "blocked_clients", 0)
+		b = field(b, "tracking_clients", 0)
+		b = field(b, "clients_in_timeout_table", 0)
 	case "memory":
 		used := s.ks.used.Load()
 		b = append(b, "# Memory\r\n"...)
@@ -111,6 +117,18 @@ func (s *Server) appendInfo(b []byte, sec string, c *Conn) []byte {
 		b = field(b, "go_memory_total", goTotal)
 		b = field(b, "go_memory_total_human", humanBytes(goTotal))
 		b = field(b, "go_memory_heap_objects", goHeap)
+		peak := max(s.peakMem.Load(), used)
+		b = field(b, "used_memory_peak", peak)
+		b = field(b, "used_memory_peak_human", humanBytes(peak))
+		b = field(b, "used_memory_startup", 0)
+		b = field(b, "used_memory_lua", 0)
+		b = field(b, "used_memory_scripts", 0)
+		frag := 0.0
+		if used > 0 {
+			frag = float64(rss) / float64(used)
+		}
+		b = fmt.Appendf(b, "mem_fragmentation_ratio:%.2f\r\n", frag)
+		b = field(b, "mem_allocator", "go")
 		b = field(b, "total_system_memory", s.systemMemory())
 		b = field(b, "total_system_memory_human", humanBytes(s.systemMemory()))
 		b = field(b, "maxmemory", cfg.MaxMemory)
@@ -136,16 +154,20 @@ func (s *Server) appendInfo(b []byte, sec string, c *Conn) []byte {
 		}
 	case "stats":
 		c.publish()
-		cmds := s.stats.commands.Load()
-		for _, o := range s.clientList() {
-			cmds += o.ncmds.Load()
-		}
 		b = append(b, "# Stats\r\n"...)
 		b = field(b, "total_connections_received", s.stats.conns.Load())
-		b = field(b, "total_commands_processed", cmds)
+		b = field(b, "total_commands_processed", s.totalCommands())
+		b = field(b, "instantaneous_ops_per_sec", s.opsRing.opsPerSec())
 		b = field(b, "rejected_connections", s.stats.rejected.Load())
 		b = field(b, "expired_keys", s.stats.expired.Load())
 		b = field(b, "evicted_keys", 0)
+		b = field(b, "evicted_clients", 0)
+		b = field(b, "keyspace_hits", 0)
+		b = field(b, "keyspace_misses", 0)
+		b = field(b, "pubsub_channels", 0)
+		b = field(b, "pubsub_patterns", 0)
+		b = field(b, "total_error_replies", s.mstats.ErrorReplies())
+		b = field(b, "total_rejected_calls", s.mstats.RejectedCalls())
 		b = field(b, "oom_rejections", s.stats.oom.Load())
 		b = s.repl.AppendStats(b)
 	case "replication":
@@ -156,8 +178,17 @@ func (s *Server) appendInfo(b []byte, sec string, c *Conn) []byte {
 	case "keyspace":
 		b = append(b, "# Keyspace\r\n"...)
 		if keys, vol := s.ks.count(); keys > 0 {
-			b = fmt.Appendf(b, "db0:keys=%d,expires=%d,avg_ttl=0\r\n", keys, vol)
+			var ttl int64
+			if vol > 0 {
+				ttl = s.ks.avgTTL()
+			}
+			b = fmt.Appendf(b, "db0:keys=%d,expires=%d,avg_ttl=%d\r\n", keys, vol, ttl)
 		}
+	case "commandstats", "errorstats", "latencystats", "cpu":
+		if sec == "commandstats" || sec == "latencystats" {
+			c.publish()
+		}
+		b = s.appendStatsInfo(b, sec)
 	}
 	if ip, ok := s.journal.(InfoProvider); ok && sec != "persistence" {
 		b = ip.AppendInfo(b, sec)
@@ -258,6 +289,9 @@ func configResetStatCmd(c *Conn, args [][]byte) {
 	for _, o := range s.clientList() {
 		o.ncmds.Store(0)
 	}
+	c.statCalls, c.statNs = 0, 0
+	s.mstats.Reset()
+	s.peakMem.Store(s.ks.used.Load())
 	c.w.OK()
 }
 

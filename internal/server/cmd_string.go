@@ -136,3 +136,18 @@ func newStringEntry(key, value []byte) *entry {
 	e.mem.Store(int64(keyOverhead + len(key) + len(value)))
 	return e
 }
+
+// strlenCmd implements STRLEN key: redis-cli --bigkeys sizes strings with it.
+func strlenCmd(c *Conn, args [][]byte) {
+	e := c.srv.ks.get(args[1])
+	if e == nil {
+		c.w.Int(0)
+		return
+	}
+	sv, ok := e.val.(*stringValue)
+	if !ok {
+		c.w.Error(errWrongType)
+		return
+	}
+	c.w.Int(int64(len(sv.b)))
+}

@@ -46,6 +46,14 @@ type Config struct {
 	AutoAOFRewritePercent int                // auto-aof-rewrite-percentage; 0 turns automatic rewrites off
 	AutoAOFRewriteMinSize int64              // auto-aof-rewrite-min-size, bytes
 
+	// Monitoring (config_stats.go): the slow log, the latency monitor and the metrics endpoint.
+	SlowlogLogSlowerThan    int64  // slowlog-log-slower-than, µs; negative turns the slow log off
+	SlowlogMaxLen           int    // slowlog-max-len
+	LatencyMonitorThreshold int64  // latency-monitor-threshold, ms; 0 turns the monitor off
+	MetricsPort             int    // metrics-port: HTTP port of /metrics and the page; 0 is off
+	MetricsBind             string // metrics-bind: the address it listens on
+	MetricsFilterPattern    string // metrics-filter-pattern: glob of filters with their own series
+	MetricsMaxFilters       int    // metrics-max-filters: the most filters with their own series
 	// Replication (internal/repl; see replication.go), with redis.conf's names.
 	ReplicaOf   string      // replicaof: "host port" of the primary; "" for a primary
 	Replication repl.Config // masterauth, replica-read-only, repl-backlog-size, ...
@@ -91,7 +99,11 @@ func DefaultConfig() Config {
 		AutoAOFRewritePercent: pd.AutoRewritePercentage,
 		AutoAOFRewriteMinSize: pd.AutoRewriteMinSize,
 
-		Replication: repl.DefaultConfig(),
+		SlowlogLogSlowerThan: 10000,
+		SlowlogMaxLen:        128,
+		MetricsBind:          "127.0.0.1",
+		MetricsMaxFilters:    1000,
+		Replication:          repl.DefaultConfig(),
 	}
 }
 

@@ -76,6 +76,16 @@ type Conn struct {
 	pendingCmds int64
 	publishedAt int64 // unix ms; event loops publish periodically
 
+	// Per-command statistics summed here and added to statCmd's when the command changes or
+	// the batch is published (see account).
+	statCmd           *Command
+	statCalls, statNs int64
+	untimed           int64         // calls of statCmd since its last timed one
+	lastNs            int64         // the duration of statCmd's last timed call
+	errs              int64         // error replies written, to tell a failed call
+	cflags            atomic.Uint32 // clientMonitor, clientNoEvict, clientNoTouch: CLIENT INFO's flags
+	monitor           *monitor      // set by MONITOR, under Server.monMu
+
 	ncmds      atomic.Int64
 	lastActive atomic.Int64 // unix ms
 	cur        atomic.Pointer[Command]
@@ -129,6 +139,7 @@ func (s *Server) initConn(c *Conn, src io.Reader) *Conn {
 	c.rd.Limits.MaxBulk = int(s.maxBulk.Load())
 	c.w = resp.NewWriter(c.nc)
 	c.w.Proto = 2
+	c.w.OnError = c.onError
 	c.proto.Store(2)
 	c.lastActive.Store(c.created.UnixMilli())
 	c.authed = *s.requirepass.Load() == ""
@@ -211,6 +222,7 @@ func (c *Conn) readFailed(err error) {
 // acknowledged unless it is durable.
 // publish makes the batch's statistics visible to other connections.
 func (c *Conn) publish() {
+	c.flushStats()
 	if c.pendingCmds > 0 {
 		c.ncmds.Add(c.pendingCmds)
 		c.cur.Store(c.lastRun)
@@ -327,27 +339,28 @@ func (c *Conn) execute(args [][]byte) {
 	}
 	cmd := c.lookup(args[0])
 	if cmd == nil {
+		c.srv.mstats.Rejected()
 		c.reject(unknownCommand(args))
 		return
 	}
 	if cmd.Subcommands != nil && (len(args) >= 2 || cmd.Handler == nil) {
 		if len(args) < 2 {
-			c.reject(arityError(cmd.Name))
+			c.rejectCmd(cmd, arityError(cmd.Name))
 			return
 		}
 		sub := cmd.Subcommands[strings.ToLower(string(args[1]))]
 		if sub == nil {
-			c.reject("ERR unknown subcommand '" + cString(args[1], 128) + "'. Try " + strings.ToUpper(cmd.Name) + " HELP.")
+			c.rejectCmd(cmd, "ERR unknown subcommand '"+cString(args[1], 128)+"'. Try "+strings.ToUpper(cmd.Name)+" HELP.")
 			return
 		}
 		cmd = sub
 	}
 	if cmd.Flags&FlagModule == 0 && !cmd.arityOK(len(args)) {
-		c.reject(arityError(cmd.Name))
+		c.rejectCmd(cmd, arityError(cmd.Name))
 		return
 	}
 	if !c.authed && cmd.Flags&FlagNoAuth == 0 {
-		c.reject(errNoAuth)
+		c.rejectCmd(cmd, errNoAuth)
 		return
 	}
 	if c.ps != nil && c.subs.Load() > 0 && c.w.Proto == 2 && !subscribedOK(cmd) {
@@ -365,6 +378,82 @@ func (c *Conn) execute(args [][]byte) {
 	c.call(cmd, args)
 }
 
+// rejectCmd is reject for a known command, counted in its rejected_calls.
+func (c *Conn) rejectCmd(cmd *Command, msg string) {
+	cmd.stats.Reject()
+	c.srv.mstats.Rejected()
+	c.reject(msg)
+}
+
+// onError counts an error reply (Writer.OnError).
+func (c *Conn) onError(msg string) {
+	c.errs++
+	c.srv.mstats.Error(msg)
+}
+
+// sampleEvery is how often a run of one command on a connection is timed: reading the clock
+// twice costs more than the rest of the bookkeeping (hundreds of ns on a virtual machine's
+// clock), so a run of BF.ADDs times one call in sampleEvery and counts the others at that
+// call's duration. A command that differs from the connection's previous one is always timed,
+// so rare and slow commands (SCAN, BF.RESERVE, FLUSHALL, BF.LOADCHUNK) are always measured.
+const sampleEvery = 16
+
+// account records a call of cmd, started at start if it was timed, when the connection had
+// written errs error replies: the call in the connection's sums, its failure, and if timed its
+// duration, weighted by the untimed calls before it, in the sums and the command's histogram,
+// and in the slow log and latency monitor when it was slow. The sums reach the command's shared
+// counters in flushStats, so a run of one command costs no atomic operation per call but the
+// timed calls' histogram add.
+func (c *Conn) account(cmd *Command, args [][]byte, timed bool, start time.Time, errs int64) {
+	if cmd != c.statCmd {
+		c.flushStats()
+		c.statCmd, c.lastNs = cmd, 0
+	}
+	c.statCalls++
+	st := cmd.stats
+	if c.errs != errs {
+		st.Fail()
+	}
+	if !timed {
+		c.untimed++
+		return
+	}
+	ns := int64(time.Since(start))
+	w := c.untimed + 1
+	c.untimed, c.lastNs = 0, ns
+	c.statNs += ns * w
+	st.ObserveN(ns, w)
+	m := c.srv.mstats
+	if m.SlowLog.Slow(ns) {
+		c.infoMu.Lock()
+		name := c.name
+		c.infoMu.Unlock()
+		m.SlowLog.Add(ns, args, c.addr, name)
+	}
+	if m.Latency.Spike(ns) {
+		event := "command"
+		if cmd.Flags&FlagFast != 0 {
+			event = "fast-command"
+		}
+		m.Latency.Add(event, ns)
+	}
+}
+
+// flushStats adds the connection's sums for its current command to the command's statistics;
+// calls not timed yet count at the duration of the last timed one.
+func (c *Conn) flushStats() {
+	if c.statCalls == 0 {
+		return
+	}
+	st := c.statCmd.stats
+	if c.untimed > 0 && c.lastNs > 0 {
+		c.statNs += c.lastNs * c.untimed
+		st.ObserveN(c.lastNs, c.untimed)
+	}
+	st.Add(c.statCalls, c.statNs)
+	c.statCalls, c.statNs, c.untimed = 0, 0, 0
+}
+
 // reject answers an error for a command that was not run, and spoils an open transaction, as
 // Redis does.
 func (c *Conn) reject(msg string) {
@@ -377,22 +466,37 @@ func (c *Conn) reject(msg string) {
 // call runs a command that passed the table's checks.
 func (c *Conn) call(cmd *Command, args [][]byte) {
 	if cmd.Flags&FlagModule != 0 && !cmd.arityOK(len(args)) {
+		cmd.stats.Reject()
+		c.srv.mstats.Rejected()
 		c.w.Error(arityError(cmd.Name))
 		return
 	}
 	if cmd.Flags&FlagLoading == 0 && c.srv.dataLoading.Load() && !c.replApplier {
-		c.reject(errLoading)
+		c.rejectCmd(cmd, errLoading)
 		return
 	}
 	if cmd.Flags&FlagDenyOOM != 0 {
 		if m := c.srv.maxmemory.Load(); m > 0 && c.srv.ks.used.Load() > m && !c.srv.ks.loading.Load() {
 			c.srv.stats.oom.Add(1)
+			cmd.stats.Reject()
+			c.srv.mstats.Rejected()
 			c.w.Error(errOOM)
 			return
 		}
 	}
 	c.lastRun = cmd
 	c.pendingCmds++
+	if c.srv.monitors.Load() > 0 {
+		c.srv.feedMonitors(c, args)
+	}
+	// Time the call unless it repeats the connection's previous command and is not the
+	// sampleEvery-th of the run (see account).
+	timed := cmd != c.statCmd || c.untimed >= sampleEvery-1
+	var start time.Time
+	if timed {
+		start = time.Now()
+	}
+	errs := c.errs
 	switch {
 	case c.inExclusive:
 		cmd.Handler(c, args)
@@ -402,6 +506,7 @@ func (c *Conn) call(cmd *Command, args [][]byte) {
 		c.enterGate()
 		cmd.Handler(c, args)
 	}
+	c.account(cmd, args, timed, start, errs)
 }
 
 // enterGate marks the connection as running commands, so that removals of keys wait for it. A

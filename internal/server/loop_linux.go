@@ -37,7 +37,8 @@ type loop struct {
 
 	mu       sync.Mutex
 	incoming []*Conn
-	pushq    []*Conn // connections with bytes from other goroutines (Conn.deliver)
+	monitors []*monitor // MONITOR connections of this loop with output waiting
+	pushq    []*Conn    // connections with bytes from other goroutines (Conn.deliver)
 	stopping bool
 	exited   bool // under mu: run returned; add closes what it is handed
 	stopSeen bool // loop goroutine only
@@ -289,10 +290,18 @@ func (lp *loop) control(now time.Time) {
 	lp.mu.Lock()
 	in := lp.incoming
 	lp.incoming = nil
+	mons := lp.monitors
+	lp.monitors = nil
 	pq := lp.pushq
 	lp.pushq = nil
 	stopping := lp.stopping
 	lp.mu.Unlock()
+	for _, m := range mons {
+		if c := m.c; lp.conn(c.fd) == c {
+			c.w.Raw(m.take())
+			lp.markDirty(c)
+		}
+	}
 	for _, c := range pq {
 		lp.takePushed(c)
 	}
@@ -662,6 +671,14 @@ func (s *Server) startLoops(n int) error {
 		go lp.run()
 	}
 	return nil
+}
+
+// notifyMonitor asks the loop to write m's feed (see Server.feedMonitors).
+func (lp *loop) notifyMonitor(m *monitor) {
+	lp.mu.Lock()
+	lp.monitors = append(lp.monitors, m)
+	lp.mu.Unlock()
+	lp.wake()
 }
 
 // handOver takes a connection out of the loop and gives it, as a blocking net.Conn, to the

@@ -14,6 +14,7 @@ type loop struct{ gs gateState }
 
 func (lp *loop) stop()                                                   {}
 func (lp *loop) wake()                                                   {}
+func (lp *loop) notifyMonitor(*monitor)                                  {}
 func (lp *loop) add(*Conn)                                               {}
 func (lp *loop) deliverTo(*Conn)                                         {}
 func (s *Server) startLoops(int) error                                   { return nil }

@@ -2,6 +2,8 @@ package server
 
 import (
 	"fmt"
+
+	"github.com/bloomd/bloom/internal/metrics"
 	"slices"
 	"strings"
 )
@@ -55,6 +57,8 @@ type Command struct {
 	// Subcommands, if not nil, make this a container command (CLIENT, CONFIG, COMMAND): the
 	// second argument selects the subcommand. Handler, if also set, serves the bare command.
 	Subcommands map[string]*Command
+
+	stats *metrics.Command // what INFO commandstats reports; set by the Server
 }
 
 // A Mux is a command table: it maps command names, case-insensitively, to Commands, in the

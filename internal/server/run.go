@@ -49,6 +49,13 @@ warning each):
                            per core but one; -1: a goroutine per connection instead)
   --debug-port n           serve Go's profiles (net/http/pprof) on 127.0.0.1:n (default 0: off)
 
+Monitoring (see README.md):
+  --metrics-port n         HTTP port of Prometheus's /metrics and a status page (default 0: off)
+  --metrics-bind addr      its address (default 127.0.0.1)
+  --metrics-filter-pattern glob   filters with series of their own (default none)
+  --metrics-max-filters n  at most this many of them, the largest (default 1000)
+  --slowlog-log-slower-than us, --slowlog-max-len n, --latency-monitor-threshold ms
+
 Durability (files in --dir; see README.md):
   --appendonly yes|no      log every write before acknowledging it (default yes)
   --appendfsync policy     always (fsync before each reply, group-committed), everysec
@@ -118,6 +125,15 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	for _, a := range s.Addrs() {
 		s.log.Info("listening; loading the data files", "addr", a.String())
+	}
+	mln, err := s.listenMetrics()
+	if err != nil {
+		s.Shutdown(context.Background())
+		return fmt.Errorf("server: metrics-port: %w", err)
+	}
+	if mln != nil {
+		s.ServeMetrics(mln)
+		s.log.Info("serving /metrics and the page", "addr", "http://"+mln.Addr().String()+"/")
 	}
 	served := make(chan error, 1)
 	go func() { served <- s.Serve() }()

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/bloomd/bloom/internal/memlimit"
+	"github.com/bloomd/bloom/internal/metrics"
 	"github.com/bloomd/bloom/internal/persist"
 	"github.com/bloomd/bloom/internal/protected"
 	"github.com/bloomd/bloom/internal/pubsub"
@@ -57,6 +58,12 @@ type Server struct {
 	stats struct {
 		conns, rejected, commands, expired, oom, panics atomic.Int64
 	}
+	mstats   *metrics.Stats // per command and error, slow log, latency monitor (cmd_stats.go)
+	monitors atomic.Int32   // connections in MONITOR mode
+	monMu    sync.Mutex
+	monList  []*monitor
+	peakMem  atomic.Int64
+	opsRing  opsSampler
 	loops    []*loop       // event loops for plain TCP connections (Linux)
 	nextLoop atomic.Uint32 // round robin over loops
 	started  time.Time
@@ -92,6 +99,7 @@ func New(cfg Config) (*Server, error) {
 		conns:   make(map[*Conn]struct{}),
 		started: time.Now(),
 		done:    make(chan struct{}),
+		mstats:  metrics.NewStats(),
 
 		shutdownReq: make(chan bool, 1),
 	}
@@ -113,8 +121,10 @@ func New(cfg Config) (*Server, error) {
 	registerCommands(s.mux)
 	registerPubSub(s.mux)
 	registerReplication(s.mux)
-	s.startRepl(&cfg)
 	s.runID = newRunID()
+	registerStatsCommands(s.mux)
+	s.attachStats()
+	s.startRepl(&cfg)
 	if loopsSupported {
 		if err := s.startLoops(cfg.EventLoops); err != nil {
 			return nil, fmt.Errorf("server: event loops: %w", err)
@@ -141,6 +151,9 @@ func (s *Server) applyConfig(c *Config) {
 	s.timeout.Store(int64(c.Timeout) * int64(time.Second))
 	s.maxBulk.Store(c.ProtoMaxBulkLen)
 	s.level.Set(logLevels[c.LogLevel])
+	s.mstats.SlowLog.SetThreshold(c.SlowlogLogSlowerThan)
+	s.mstats.SlowLog.SetMaxLen(int64(c.SlowlogMaxLen))
+	s.mstats.Latency.SetThreshold(c.LatencyMonitorThreshold)
 }
 
 // config returns a copy of the current settings.
@@ -414,6 +427,7 @@ func (s *Server) cron() {
 			return
 		case <-t.C:
 		}
+		s.statsTick(time.Now())
 		if s.repl.IsReplica() {
 			continue // a replica's keys expire when its primary says so (DEL in the stream)
 		}
@@ -512,6 +526,7 @@ func (s *Server) removeConn(c *Conn) {
 	s.connsMu.Lock()
 	delete(s.conns, c)
 	s.connsMu.Unlock()
+	s.stopMonitor(c)
 	s.stats.commands.Add(c.ncmds.Load())
 }
 
@@ -522,6 +537,7 @@ func (s *Server) Exec(args ...[]byte) []byte {
 	c := s.internalConn()
 	c.execute(args)
 	c.leaveGate()
+	c.flushStats()
 	out := append([]byte(nil), c.w.Bytes()...)
 	c.w.Truncate(0)
 	return out

@@ -106,7 +106,7 @@ func TestInfoAndCommand(t *testing.T) {
 	info := string(c.do("INFO").Str)
 	for _, want := range []string{"# Server\r\n", "redis_version:7.0.15\r\n", "# Clients\r\n", "connected_clients:1\r\n",
 		"# Memory\r\n", "used_memory:", "maxmemory_policy:noeviction\r\n", "# Persistence\r\n", "loading:0\r\n",
-		"# Stats\r\n", "total_commands_processed:", "# Keyspace\r\n", "db0:keys=1,expires=1,avg_ttl=0\r\n", "module:name=bf,ver=20628"} {
+		"# Stats\r\n", "total_commands_processed:", "# Keyspace\r\n", "db0:keys=1,expires=1,avg_ttl=", "module:name=bf,ver=20628"} {
 		if !strings.Contains(info, want) {
 			t.Errorf("INFO lacks %q", want)
 		}

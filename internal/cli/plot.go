@@ -1,0 +1,88 @@
+package cli
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/bloomd/bloom"
+	"github.com/bloomd/bloom/internal/metrics"
+	"github.com/bloomd/bloom/internal/plot"
+)
+
+// plotHelp is the --plot flag's help, shared by calc and info.
+const plotHelp = "also draw the false-positive rate as items grow, as SVG, to this file (.svg)"
+
+// writePlot writes chart to path as SVG.
+func writePlot(path string, chart *plot.Chart) error {
+	if ext := strings.ToLower(filepath.Ext(path)); ext != ".svg" {
+		return fmt.Errorf("--plot %s: bloom draws SVG only; give a file name ending in .svg", quote(path))
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("--plot: %w", err)
+	}
+	if err := chart.WriteSVG(f); err != nil {
+		f.Close()
+		return fmt.Errorf("--plot: %w", err)
+	}
+	return f.Close()
+}
+
+// calcChart draws what calc prints: every rule's curve for -n -p, or the given size's.
+func (q calcQuery) chart() *plot.Chart {
+	if q.m == 0 {
+		return plot.SizingChart(q.n, q.p)
+	}
+	m, k, n := q.m, q.k, q.n
+	if k == 0 {
+		if n > 0 {
+			k = bloom.OptimalK(n, m)
+		} else {
+			for c := 1; c <= 64; c++ { // as printGiven: the k that holds the most items at p
+				if k == 0 || bloom.Capacity(m, c, q.p) > bloom.Capacity(m, k, q.p) {
+					k = c
+				}
+			}
+		}
+	}
+	if n == 0 && q.p != 0 {
+		n = bloom.Capacity(m, k, q.p)
+	}
+	if n == 0 {
+		n = max(1, uint64(float64(m)*0.6931471805599453/float64(k)))
+	}
+	c := &plot.Chart{Title: fmt.Sprintf("%s, k=%d", sizeString(m), k), MaxItems: 4 * float64(n), Target: q.p,
+		Curves: []plot.Curve{{Name: "classic", FPP: func(x float64) float64 { return bloom.FalsePositiveRate(m, k, uint64(x)) }}}}
+	return c
+}
+
+// filterChart draws a filter file's curve: for a RedisBloom chain the links it has and those it
+// would add, for other filters their m and k; with where the filter stands now.
+func (f *filter) chart(name string, d description) *plot.Chart {
+	maxItems := max(2*float64(d.Capacity), 1.5*float64(d.Count), 10)
+	c := &plot.Chart{Title: filepath.Base(name), MaxItems: maxItems}
+	if f.chain != nil {
+		mf := metrics.Filter{Scaling: !f.chain.NonScaling(), Expansion: f.chain.Expansion()}
+		for _, l := range f.chain.Links() {
+			mf.Links = append(mf.Links, metrics.Link{Bits: l.Bytes * 8, Hashes: l.Hashes, Items: l.Items, Capacity: l.Capacity, Target: l.ErrorRate})
+		}
+		links := mf.Projected(maxItems, func(capacity uint64, p float64) (uint64, int, bool) {
+			m, k, _, err := bloom.RedisBloomSize(capacity, p)
+			return m, k, err == nil
+		})
+		c.Curves = []plot.Curve{{Name: "false-positive rate", FPP: func(x float64) float64 { return metrics.FPPAt(links, x) }}}
+		c.Starts = metrics.Starts(links)
+	} else {
+		m, k, z := d.Bits, d.K, d.Sectors
+		fpp := func(x float64) float64 { return bloom.FalsePositiveRate(m, k, uint64(x)) }
+		if z > 0 {
+			fpp = func(x float64) float64 { return bloom.BlockedFalsePositiveRate(m, k, z, uint64(x)) }
+		}
+		c.Curves = []plot.Curve{{Name: d.Kind, FPP: fpp}}
+	}
+	label := "now: " + plot.Count(float64(d.Count)) + " items, " + plot.Rate(d.FPP)
+	c.Points = []plot.Point{{Label: label, Class: "now", Items: float64(d.Count), FPP: d.FPP}}
+	return c
+}
