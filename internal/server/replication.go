@@ -58,7 +58,7 @@ func init() {
 				return errors.New("replicaof takes a host and a port")
 			}
 			if n, err := strconv.Atoi(f[1]); err != nil || n < 0 || n > 65535 {
-				return errors.New("Invalid master port")
+				return errors.New("invalid master port")
 			}
 			c.ReplicaOf = f[0] + " " + f[1]
 			return nil
@@ -194,7 +194,7 @@ type replHost struct{ s *Server }
 func (h replHost) Snapshot(mark func()) (int64, func(io.Writer) error, error) {
 	var items []persist.Item
 	h.s.Pause(func() {
-		items = dataKeyspace{h.s}.Capture()
+		items = dataKeyspace(h).Capture()
 		mark()
 	})
 	size, err := persist.SnapshotSize(items)
