@@ -55,4 +55,6 @@
 // it, else estimated from the keys added) and the rate at which the database answered "no" for
 // keys the filter let through (Stats.MaybeNotFoundRate), which is the false-positive rate
 // observed on the traffic: when it climbs above the configured rate, the filter is due a rebuild.
+// Guard.Collector exports the same figures as Prometheus metrics (bloom_guard_*, labelled with
+// the guard's name), read from Stats when scraped.
 package guard
