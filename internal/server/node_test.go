@@ -32,7 +32,8 @@ func nodeAndNPM(t *testing.T) (node, npm string) {
 }
 
 // npmCI installs the exact packages of dir's package-lock.json into dir/node_modules: from npm's
-// local cache when it holds them all, else from the registry.
+// local cache when it holds them all, else from the registry. When neither works it fails t if
+// BLOOM_REQUIRE_NODE is 1 and skips t otherwise.
 func npmCI(t *testing.T, npm, dir string) {
 	t.Helper()
 	var out []byte
@@ -51,7 +52,11 @@ func npmCI(t *testing.T, npm, dir string) {
 			return
 		}
 	}
-	t.Fatalf("npm ci in %s: %s", dir, out)
+	if os.Getenv(requireNodeEnv) == "1" {
+		t.Fatalf("npm ci in %s: %s", dir, out)
+	}
+	// Without the registry and with an empty cache there is nothing to run the client with.
+	skipped.Missing(t, "node-redis", "npm ci could not install node-redis (no registry and not in npm's cache); skipping:\n"+string(out))
 }
 
 // TestNodeRedis runs testdata/node/client.mjs, which uses node-redis's cf and bf commands
