@@ -16,6 +16,10 @@ type ServerInfo struct {
 	// Persistence holds INFO persistence's numeric fields by their Redis names
 	// (rdb_last_save_time, aof_current_size, aof_rewrites, ...).
 	Persistence map[string]float64
+	// AOFFsync holds the duration of each fsync of the append-only log, and AOFFsyncSeconds
+	// their exact total; nil if the source does not time them.
+	AOFFsync        *HistogramSnapshot
+	AOFFsyncSeconds float64
 	// Replication holds INFO replication's numeric fields (master_repl_offset,
 	// connected_slaves, ...), and Replicas a primary's replicas.
 	Replication map[string]float64
@@ -92,6 +96,7 @@ func NewCollector(src Source) *Collector {
 	for _, p := range persistenceMetrics {
 		d(p.name, p.help)
 	}
+	d("bloomd_aof_fsync_duration_seconds", "Time each fsync of the append-only log took.")
 	d("bloomd_repl_offset", "Bytes of the replication stream so far (master_repl_offset).")
 	d("bloomd_connected_replicas", "Replicas connected to this primary.")
 	d("bloomd_replica_offset", "Stream offset a replica acknowledged.", "replica")
@@ -147,6 +152,12 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 				gauge(p.name, v)
 			}
 		}
+	}
+	if h := info.AOFFsync; h != nil {
+		buckets := map[float64]uint64{}
+		h.Buckets(func(le float64, n uint64) { buckets[le] = n })
+		ch <- prometheus.MustNewConstHistogram(c.descs["bloomd_aof_fsync_duration_seconds"],
+			uint64(h.Count), info.AOFFsyncSeconds, buckets)
 	}
 
 	if v, ok := info.Replication["master_repl_offset"]; ok {
