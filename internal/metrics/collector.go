@@ -12,6 +12,7 @@ type ServerInfo struct {
 	CommandsProcessed                      int64
 	Keys, Expiring                         int64
 	ExpiredKeys, OOMRejections             int64
+	NetInputBytes, NetOutputBytes          int64 // bytes read from and written to clients
 	UsedMemory, MemoryLimit, MaxMemory     int64
 	// Persistence holds INFO persistence's numeric fields by their Redis names
 	// (rdb_last_save_time, aof_current_size, aof_rewrites, ...).
@@ -85,6 +86,8 @@ func NewCollector(src Source) *Collector {
 	d("bloomd_commands_failed_total", "Calls that ran and answered an error, by command.", "cmd")
 	d("bloomd_command_duration_seconds", "Time commands took to run, by command (one call in 16 of a run of one command on a connection is timed and stands for the others).", "cmd")
 	d("bloomd_errors_total", "Error replies, by error code (ERR, WRONGTYPE, OOM, ...).", "code")
+	d("bloomd_net_input_bytes_total", "Bytes read from clients since start (total_net_input_bytes).")
+	d("bloomd_net_output_bytes_total", "Bytes written to clients since start (total_net_output_bytes).")
 	d("bloomd_keys", "Keys in the keyspace.")
 	d("bloomd_keys_expiring", "Keys with an expiry time.")
 	d("bloomd_expired_keys_total", "Keys removed on expiry since start.")
@@ -137,6 +140,8 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	counter("bloomd_connections_received_total", float64(info.ConnectionsReceived))
 	counter("bloomd_connections_rejected_total", float64(info.ConnectionsDenied))
 	counter("bloomd_commands_processed_total", float64(info.CommandsProcessed))
+	counter("bloomd_net_input_bytes_total", float64(info.NetInputBytes))
+	counter("bloomd_net_output_bytes_total", float64(info.NetOutputBytes))
 	gauge("bloomd_keys", float64(info.Keys))
 	gauge("bloomd_keys_expiring", float64(info.Expiring))
 	counter("bloomd_expired_keys_total", float64(info.ExpiredKeys))

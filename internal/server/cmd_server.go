@@ -158,6 +158,8 @@ func (s *Server) appendInfo(b []byte, sec string, c *Conn) []byte {
 		b = field(b, "total_connections_received", s.stats.conns.Load())
 		b = field(b, "total_commands_processed", s.totalCommands())
 		b = field(b, "instantaneous_ops_per_sec", s.opsRing.opsPerSec())
+		b = field(b, "total_net_input_bytes", s.stats.netIn.Load())
+		b = field(b, "total_net_output_bytes", s.stats.netOut.Load())
 		b = field(b, "rejected_connections", s.stats.rejected.Load())
 		b = field(b, "expired_keys", s.stats.expired.Load())
 		b = field(b, "evicted_keys", 0)

@@ -32,6 +32,8 @@ func (s *Server) Info() metrics.ServerInfo {
 		Expiring:            int64(vol),
 		ExpiredKeys:         s.stats.expired.Load(),
 		OOMRejections:       s.stats.oom.Load(),
+		NetInputBytes:       s.stats.netIn.Load(),
+		NetOutputBytes:      s.stats.netOut.Load(),
 		UsedMemory:          s.ks.used.Load(),
 		MemoryLimit:         memLimit,
 		MaxMemory:           cfg.MaxMemory,

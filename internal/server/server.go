@@ -57,6 +57,7 @@ type Server struct {
 
 	stats struct {
 		conns, rejected, commands, expired, oom, panics atomic.Int64
+		netIn, netOut                                   atomic.Int64      // bytes read from and written to clients
 		fsyncNs                                         atomic.Int64      // total time of the log's fsyncs
 		fsyncs                                          metrics.Histogram // each fsync's duration
 	}
