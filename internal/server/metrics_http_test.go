@@ -1,6 +1,7 @@
 package server
 
 import (
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -204,5 +205,13 @@ func TestMetricsFsyncHistogram(t *testing.T) {
 	}
 	if inf := value(`bloomd_aof_fsync_duration_seconds_bucket{le="+Inf"}`); inf != count {
 		t.Errorf("+Inf bucket %v, count %v", inf, count)
+	}
+	// INFO persistence has the percentiles; an fsync takes more than nothing.
+	info := string(c.do("INFO", "persistence").Str)
+	var p50, p99 float64
+	if i := strings.Index(info, "aof_fsync_latency_usec:"); i < 0 {
+		t.Errorf("INFO persistence lacks aof_fsync_latency_usec:\n%s", info)
+	} else if _, err := fmt.Sscanf(info[i:], "aof_fsync_latency_usec:p50=%g,p99=%g", &p50, &p99); err != nil || p50 <= 0 || p99 < p50 {
+		t.Errorf("aof_fsync_latency_usec: p50 %v p99 %v (%v)", p50, p99, err)
 	}
 }
