@@ -12,18 +12,23 @@ import (
 )
 
 // plotHelp is the --plot flag's help, shared by calc and info.
-const plotHelp = "also draw the false-positive rate as items grow, as SVG, to this file (.svg)"
+const plotHelp = "also draw the false-positive rate as items grow to this file, as SVG (.svg) or PNG (.png)"
 
-// writePlot writes chart to path as SVG.
+// writePlot writes chart to path as SVG or PNG, as its extension says.
 func writePlot(path string, chart *plot.Chart) error {
-	if ext := strings.ToLower(filepath.Ext(path)); ext != ".svg" {
-		return fmt.Errorf("--plot %s: bloom draws SVG only; give a file name ending in .svg", quote(path))
+	write := chart.WriteSVG
+	switch ext := strings.ToLower(filepath.Ext(path)); ext {
+	case ".svg":
+	case ".png":
+		write = chart.WritePNG
+	default:
+		return fmt.Errorf("--plot %s: bloom draws SVG or PNG; give a file name ending in .svg or .png", quote(path))
 	}
 	f, err := os.Create(path)
 	if err != nil {
 		return fmt.Errorf("--plot: %w", err)
 	}
-	if err := chart.WriteSVG(f); err != nil {
+	if err := write(f); err != nil {
 		f.Close()
 		return fmt.Errorf("--plot: %w", err)
 	}

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	pngpkg "image/png"
 	"os"
 	"path/filepath"
 	"strings"
@@ -50,7 +51,17 @@ func TestCalcPlot(t *testing.T) {
 	if names, _ := svgCurves(t, out2); len(names) != 1 || names[0] != "classic" {
 		t.Errorf("calc -m -k -n --plot: curves %v", names)
 	}
-	run(t, "", "calc", "-n", "1M", "-p", "1%", "--plot", filepath.Join(dir, "fpp.png")).fails(t, "SVG only")
+	png := filepath.Join(dir, "fpp.png")
+	run(t, "", "calc", "-n", "1M", "-p", "1%", "--plot", png).ok(t)
+	f, err := os.Open(png)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if cfg, err := pngpkg.DecodeConfig(f); err != nil || cfg.Width != 720 || cfg.Height != 400 {
+		t.Errorf("calc --plot fpp.png: %+v, %v", cfg, err)
+	}
+	run(t, "", "calc", "-n", "1M", "-p", "1%", "--plot", filepath.Join(dir, "fpp.jpg")).fails(t, "SVG or PNG")
 }
 
 func TestInfoPlot(t *testing.T) {

@@ -12,10 +12,15 @@ type ServerInfo struct {
 	CommandsProcessed                      int64
 	Keys, Expiring                         int64
 	ExpiredKeys, OOMRejections             int64
+	NetInputBytes, NetOutputBytes          int64 // bytes read from and written to clients
 	UsedMemory, MemoryLimit, MaxMemory     int64
 	// Persistence holds INFO persistence's numeric fields by their Redis names
 	// (rdb_last_save_time, aof_current_size, aof_rewrites, ...).
 	Persistence map[string]float64
+	// AOFFsync holds the duration of each fsync of the append-only log, and AOFFsyncSeconds
+	// their exact total; nil if the source does not time them.
+	AOFFsync        *HistogramSnapshot
+	AOFFsyncSeconds float64
 	// Replication holds INFO replication's numeric fields (master_repl_offset,
 	// connected_slaves, ...), and Replicas a primary's replicas.
 	Replication map[string]float64
@@ -81,6 +86,8 @@ func NewCollector(src Source) *Collector {
 	d("bloomd_commands_failed_total", "Calls that ran and answered an error, by command.", "cmd")
 	d("bloomd_command_duration_seconds", "Time commands took to run, by command (one call in 16 of a run of one command on a connection is timed and stands for the others).", "cmd")
 	d("bloomd_errors_total", "Error replies, by error code (ERR, WRONGTYPE, OOM, ...).", "code")
+	d("bloomd_net_input_bytes_total", "Bytes read from clients since start (total_net_input_bytes).")
+	d("bloomd_net_output_bytes_total", "Bytes written to clients since start (total_net_output_bytes).")
 	d("bloomd_keys", "Keys in the keyspace.")
 	d("bloomd_keys_expiring", "Keys with an expiry time.")
 	d("bloomd_expired_keys_total", "Keys removed on expiry since start.")
@@ -92,6 +99,7 @@ func NewCollector(src Source) *Collector {
 	for _, p := range persistenceMetrics {
 		d(p.name, p.help)
 	}
+	d("bloomd_aof_fsync_duration_seconds", "Time each fsync of the append-only log took.")
 	d("bloomd_repl_offset", "Bytes of the replication stream so far (master_repl_offset).")
 	d("bloomd_connected_replicas", "Replicas connected to this primary.")
 	d("bloomd_replica_offset", "Stream offset a replica acknowledged.", "replica")
@@ -132,6 +140,8 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	counter("bloomd_connections_received_total", float64(info.ConnectionsReceived))
 	counter("bloomd_connections_rejected_total", float64(info.ConnectionsDenied))
 	counter("bloomd_commands_processed_total", float64(info.CommandsProcessed))
+	counter("bloomd_net_input_bytes_total", float64(info.NetInputBytes))
+	counter("bloomd_net_output_bytes_total", float64(info.NetOutputBytes))
 	gauge("bloomd_keys", float64(info.Keys))
 	gauge("bloomd_keys_expiring", float64(info.Expiring))
 	counter("bloomd_expired_keys_total", float64(info.ExpiredKeys))
@@ -147,6 +157,12 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 				gauge(p.name, v)
 			}
 		}
+	}
+	if h := info.AOFFsync; h != nil {
+		buckets := map[float64]uint64{}
+		h.Buckets(func(le float64, n uint64) { buckets[le] = n })
+		ch <- prometheus.MustNewConstHistogram(c.descs["bloomd_aof_fsync_duration_seconds"],
+			uint64(h.Count), info.AOFFsyncSeconds, buckets)
 	}
 
 	if v, ok := info.Replication["master_repl_offset"]; ok {

@@ -89,6 +89,7 @@ type appender struct {
 	failed  atomic.Pointer[error]
 	failSeq atomic.Uint64 // the log that failed
 	fsyncs  atomic.Int64
+	observe func(time.Duration) // Config.FsyncObserver; nil if none
 
 	syncMu sync.RWMutex // held for reading by the background sync, for writing to close a file
 
@@ -201,7 +202,7 @@ func (a *appender) flush(target uint64, sync bool) error {
 			// Everything of this file is written: make it durable before the next file
 			// receives anything, then let it go.
 			a.syncMu.Lock()
-			err := syncFile(s.lf.f)
+			err := a.syncLog(s.lf.f)
 			if err == nil {
 				err = s.lf.f.Close()
 				// The background sync must never find a closed file here.
@@ -223,7 +224,7 @@ func (a *appender) flush(target uint64, sync bool) error {
 	}
 	if sync {
 		if lf := a.cur.Load(); !lf.dead.Load() {
-			if err := syncFile(lf.f); err != nil {
+			if err := a.syncLog(lf.f); err != nil {
 				return a.fail(lf, fmt.Errorf("syncing %s: %w", lf.path, err))
 			}
 		}
@@ -231,6 +232,16 @@ func (a *appender) flush(target uint64, sync bool) error {
 		a.synced.Store(upto)
 	}
 	return nil
+}
+
+// syncLog syncs a log file and tells the observer, if any, how long a successful sync took.
+func (a *appender) syncLog(f File) error {
+	start := time.Now()
+	err := syncFile(f)
+	if err == nil && a.observe != nil {
+		a.observe(time.Since(start))
+	}
+	return err
 }
 
 // syncFile flushes a log file's data to disk: fdatasync for an operating system file, since
@@ -268,7 +279,7 @@ func (a *appender) background() {
 		if Fsync(a.policy.Load()) == FsyncEverysec && a.synced.Load() < a.written.Load() {
 			a.syncMu.RLock()
 			lf, upto := a.cur.Load(), a.written.Load()
-			err := syncFile(lf.f)
+			err := a.syncLog(lf.f)
 			a.syncMu.RUnlock()
 			if err != nil {
 				a.fail(lf, fmt.Errorf("syncing %s: %w", lf.path, err))

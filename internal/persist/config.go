@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Config holds the store's settings, named as in redis.conf.
@@ -27,6 +28,10 @@ type Config struct {
 	FS FS
 	// Logger receives the store's log lines; nil discards them.
 	Logger *slog.Logger
+	// FsyncObserver, if not nil, is called with the duration of each successful fsync of the
+	// append-only log (the syncs that aof_fsyncs counts), from the goroutine that synced, while
+	// writers may wait for that sync: it must be fast and safe for concurrent use.
+	FsyncObserver func(time.Duration)
 }
 
 // Defaults of the settings the store adds to bloomd's, as Redis has them except for the file

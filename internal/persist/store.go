@@ -374,7 +374,9 @@ func (st *Store) Load(ks Keyspace) error {
 			st.logs = append(st.logs, old)
 		}
 		st.logs = append(st.logs, lf)
-		st.app.Store(newAppender(lf, cfg.AppendFsync))
+		app := newAppender(lf, cfg.AppendFsync)
+		app.observe = cfg.FsyncObserver
+		st.app.Store(app)
 	}
 	st.loaded.Store(true)
 	go st.cron()

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/bloomd/bloom/redisbloom"
 )
@@ -442,5 +443,33 @@ func TestCreateLogFailure(t *testing.T) {
 				t.Fatalf("files left: %v", got)
 			}
 		})
+	}
+}
+
+// With appendfsync always every acknowledged write was synced on a real file, and the observer
+// hears each of those syncs as many times as aof_fsyncs counts them.
+func TestFsyncObserver(t *testing.T) {
+	var mu sync.Mutex
+	var seen []time.Duration
+	st, _, err := load(t, t.TempDir(), func(c *Config) {
+		c.AppendFsync = FsyncAlways
+		c.FsyncObserver = func(d time.Duration) { mu.Lock(); seen = append(seen, d); mu.Unlock() }
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, st, "BF.ADD k a")
+	write(t, st, "BF.ADD k b")
+	mu.Lock()
+	got := slices.Clone(seen)
+	mu.Unlock()
+	fsyncs := st.app.Load().fsyncs.Load()
+	if len(got) < 2 || int64(len(got)) != fsyncs {
+		t.Fatalf("observer heard %d syncs, aof_fsyncs is %d", len(got), fsyncs)
+	}
+	for _, d := range got {
+		if d <= 0 || d > time.Minute {
+			t.Errorf("fsync took %v", d)
+		}
 	}
 }

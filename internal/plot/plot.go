@@ -43,10 +43,17 @@ const (
 
 var palette = []string{"#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e"}
 
-// WriteSVG draws the chart. It fails only if w does, or if the chart has no x range.
-func (c *Chart) WriteSVG(w io.Writer) error {
+// A frame is a chart's sampled curves and its mapping from (items, rate) to the picture.
+type frame struct {
+	sampled [][]float64 // each curve's rates at samples+1 evenly spaced item counts
+	lo      float64     // the y axis's lowest decade (log10 of the rate)
+	x, y    func(float64) float64
+}
+
+// frame samples the curves and fixes the axes; SVG and PNG draw the same frame.
+func (c *Chart) frame() (*frame, error) {
 	if !(c.MaxItems > 0) || math.IsInf(c.MaxItems, 0) {
-		return fmt.Errorf("plot: the x axis needs a positive number of items, not %v", c.MaxItems)
+		return nil, fmt.Errorf("plot: the x axis needs a positive number of items, not %v", c.MaxItems)
 	}
 	// The y range: every sampled rate above 0, every point and the target.
 	minY := 1.0
@@ -82,6 +89,16 @@ func (c *Chart) WriteSVG(w io.Writer) error {
 		}
 		return top + (height-top-bottom)*(0-l)/(0-lo)
 	}
+	return &frame{sampled: sampled, lo: lo, x: x, y: y}, nil
+}
+
+// WriteSVG draws the chart. It fails only if w does, or if the chart has no x range.
+func (c *Chart) WriteSVG(w io.Writer) error {
+	fr, err := c.frame()
+	if err != nil {
+		return err
+	}
+	sampled, lo, x, y := fr.sampled, fr.lo, fr.x, fr.y
 
 	var b strings.Builder
 	f := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
@@ -131,7 +148,7 @@ func (c *Chart) WriteSVG(w io.Writer) error {
 		f(`<text x="%.1f" y="%.1f">%s</text>`+"\n", x(p.Items)+8, y(p.FPP)-8, html.EscapeString(p.Label))
 	}
 	f("</svg>\n")
-	_, err := io.WriteString(w, b.String())
+	_, err = io.WriteString(w, b.String())
 	return err
 }
 

@@ -191,7 +191,8 @@ func (c *Conn) writePushed() {
 		c.pushMu.Unlock()
 		c.outMu.Lock()
 		c.nc.SetWriteDeadline(time.Now().Add(10 * time.Second))
-		_, err := c.nc.Write(b)
+		n, err := c.nc.Write(b)
+		c.srv.stats.netOut.Add(int64(n))
 		c.nc.SetWriteDeadline(time.Time{})
 		c.outMu.Unlock()
 		if err != nil {

@@ -147,6 +147,10 @@ func (s *Server) appendInfo(b []byte, sec string, c *Conn) []byte {
 		b = field(b, "loading", loading)
 		if ip, ok := s.journal.(InfoProvider); ok {
 			b = ip.AppendInfo(b, sec)
+			// bloomd's own field, in latencystats' format: the append-only log's fsyncs.
+			h := s.stats.fsyncs.Snapshot()
+			b = fmt.Appendf(b, "aof_fsync_latency_usec:p50=%.3f,p99=%.3f,p99.9=%.3f\r\n",
+				float64(h.Percentile(50))/1000, float64(h.Percentile(99))/1000, float64(h.Percentile(99.9))/1000)
 		} else {
 			b = field(b, "aof_enabled", 0)
 			b = field(b, "rdb_bgsave_in_progress", 0)
@@ -158,6 +162,8 @@ func (s *Server) appendInfo(b []byte, sec string, c *Conn) []byte {
 		b = field(b, "total_connections_received", s.stats.conns.Load())
 		b = field(b, "total_commands_processed", s.totalCommands())
 		b = field(b, "instantaneous_ops_per_sec", s.opsRing.opsPerSec())
+		b = field(b, "total_net_input_bytes", s.stats.netIn.Load())
+		b = field(b, "total_net_output_bytes", s.stats.netOut.Load())
 		b = field(b, "rejected_connections", s.stats.rejected.Load())
 		b = field(b, "expired_keys", s.stats.expired.Load())
 		b = field(b, "evicted_keys", 0)

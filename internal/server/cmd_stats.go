@@ -312,7 +312,9 @@ func (m *monitor) writeLoop() {
 		m.buf = nil
 		m.mu.Unlock()
 		if len(b) > 0 {
-			if _, err := m.c.nc.Write(b); err != nil {
+			n, err := m.c.nc.Write(b)
+			m.c.srv.stats.netOut.Add(int64(n))
+			if err != nil {
 				return
 			}
 		}

@@ -135,9 +135,16 @@ func (s *Server) newConn(nc net.Conn) *Conn {
 
 func (s *Server) initConn(c *Conn, src io.Reader) *Conn {
 	c.srv, c.id, c.created = s, s.nextID.Add(1), time.Now()
+	if src != nil {
+		src = &countingReader{src, &s.stats.netIn}
+	}
 	c.rd = resp.NewReader(src)
 	c.rd.Limits.MaxBulk = int(s.maxBulk.Load())
-	c.w = resp.NewWriter(c.nc)
+	var out io.Writer // an event loop's connection writes its socket itself (loop.write)
+	if c.nc != nil {
+		out = &countingWriter{c.nc, &s.stats.netOut}
+	}
+	c.w = resp.NewWriter(out)
 	c.w.Proto = 2
 	c.w.OnError = c.onError
 	c.proto.Store(2)
@@ -145,6 +152,36 @@ func (s *Server) initConn(c *Conn, src io.Reader) *Conn {
 	c.authed = *s.requirepass.Load() == ""
 	c.rd.Unauthenticated = !c.authed
 	return c
+}
+
+// countingReader adds the bytes of each read to a server total (INFO total_net_input_bytes):
+// one atomic add per read system call, whatever the number of commands it brings.
+type countingReader struct {
+	r io.Reader
+	n *atomic.Int64
+}
+
+func (r *countingReader) Read(p []byte) (int, error) {
+	n, err := r.r.Read(p)
+	if n > 0 {
+		r.n.Add(int64(n))
+	}
+	return n, err
+}
+
+// countingWriter adds the bytes of each write, a flush of a batch's replies, to a server total
+// (INFO total_net_output_bytes).
+type countingWriter struct {
+	w io.Writer
+	n *atomic.Int64
+}
+
+func (w *countingWriter) Write(p []byte) (int, error) {
+	n, err := w.w.Write(p)
+	if n > 0 {
+		w.n.Add(int64(n))
+	}
+	return n, err
 }
 
 // serve reads and runs commands until the client leaves, breaks the protocol, or is stopped.

@@ -543,6 +543,7 @@ func (lp *loop) write(c *Conn) {
 		return
 	}
 	n, err := writeFD(c.fd, b)
+	lp.srv.stats.netOut.Add(int64(n))
 	if err != nil {
 		c.w.Clear()
 		lp.close(c)
@@ -560,6 +561,7 @@ func (lp *loop) write(c *Conn) {
 // requests already buffered run.
 func (lp *loop) writeOut(c *Conn) {
 	n, err := writeFD(c.fd, c.out)
+	lp.srv.stats.netOut.Add(int64(n))
 	if err != nil {
 		lp.close(c)
 		return
@@ -688,7 +690,8 @@ func (lp *loop) handOver(c *Conn) {
 	c.hijack = nil
 	buf := bytes.Clone(c.rd.Unread())
 	if b := c.w.Bytes(); len(b) > 0 {
-		writeFD(c.fd, b) // replies before PSYNC in the same batch, if any
+		n, _ := writeFD(c.fd, b) // replies before PSYNC in the same batch, if any
+		lp.srv.stats.netOut.Add(int64(n))
 		c.w.Clear()
 	}
 	c.publish()

@@ -1,12 +1,15 @@
 package server
 
 import (
+	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/bloomd/bloom/internal/persist"
 )
 
 // serveMetricsFree serves s's metrics port on a free loopback port and returns its base URL.
@@ -167,5 +170,48 @@ func TestMetricsReplication(t *testing.T) {
 		if !strings.Contains(body, want) {
 			t.Errorf("/metrics lacks %q", strings.TrimSpace(want))
 		}
+	}
+}
+
+// Each acknowledged write with appendfsync always was fsynced on a real file; every fsync lands
+// in bloomd_aof_fsync_duration_seconds, as many as bloomd_aof_fsyncs_total counts.
+func TestMetricsFsyncHistogram(t *testing.T) {
+	s := startDurable(t, t.TempDir(), func(c *Config) {
+		c.AppendOnly = true
+		c.AppendFsync = persist.FsyncAlways
+	})
+	base := serveMetricsFree(t, s)
+	c := dial(t, s.addr())
+	for i := range 3 {
+		c.do("BF.ADD", "f", strconv.Itoa(i))
+	}
+	_, body := get(t, base+"/metrics", "", "")
+	value := func(name string) float64 {
+		for _, line := range strings.Split(body, "\n") {
+			if v, ok := strings.CutPrefix(line, name+" "); ok {
+				f, _ := strconv.ParseFloat(v, 64)
+				return f
+			}
+		}
+		t.Fatalf("/metrics lacks %s:\n%s", name, body)
+		return 0
+	}
+	count, fsyncs := value("bloomd_aof_fsync_duration_seconds_count"), value("bloomd_aof_fsyncs_total")
+	if count < 3 || count != fsyncs {
+		t.Errorf("%v fsyncs timed, %v counted; want the same, at least 3", count, fsyncs)
+	}
+	if sum := value("bloomd_aof_fsync_duration_seconds_sum"); !(sum > 0) || sum > 60 {
+		t.Errorf("fsyncs took %v s in all", sum)
+	}
+	if inf := value(`bloomd_aof_fsync_duration_seconds_bucket{le="+Inf"}`); inf != count {
+		t.Errorf("+Inf bucket %v, count %v", inf, count)
+	}
+	// INFO persistence has the percentiles; an fsync takes more than nothing.
+	info := string(c.do("INFO", "persistence").Str)
+	var p50, p99 float64
+	if i := strings.Index(info, "aof_fsync_latency_usec:"); i < 0 {
+		t.Errorf("INFO persistence lacks aof_fsync_latency_usec:\n%s", info)
+	} else if _, err := fmt.Sscanf(info[i:], "aof_fsync_latency_usec:p50=%g,p99=%g", &p50, &p99); err != nil || p50 <= 0 || p99 < p50 {
+		t.Errorf("aof_fsync_latency_usec: p50 %v p99 %v (%v)", p50, p99, err)
 	}
 }

@@ -32,6 +32,8 @@ func (s *Server) Info() metrics.ServerInfo {
 		Expiring:            int64(vol),
 		ExpiredKeys:         s.stats.expired.Load(),
 		OOMRejections:       s.stats.oom.Load(),
+		NetInputBytes:       s.stats.netIn.Load(),
+		NetOutputBytes:      s.stats.netOut.Load(),
 		UsedMemory:          s.ks.used.Load(),
 		MemoryLimit:         memLimit,
 		MaxMemory:           cfg.MaxMemory,
@@ -51,6 +53,8 @@ func (s *Server) Info() metrics.ServerInfo {
 		return lines
 	}
 	numeric("persistence", info.Persistence)
+	fs := s.stats.fsyncs.Snapshot()
+	info.AOFFsync, info.AOFFsyncSeconds = &fs, float64(s.stats.fsyncNs.Load())/1e9
 	info.Replication = map[string]float64{}
 	for _, line := range numeric("replication", info.Replication) {
 		// slave0:ip=127.0.0.1,port=7001,state=online,offset=123,lag=0

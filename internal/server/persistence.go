@@ -48,6 +48,10 @@ func (s *Server) openStore() error {
 		AutoRewritePercentage: cfg.AutoAOFRewritePercent,
 		AutoRewriteMinSize:    cfg.AutoAOFRewriteMinSize,
 		Logger:                s.log,
+		FsyncObserver: func(d time.Duration) {
+			s.stats.fsyncs.Observe(int64(d))
+			s.stats.fsyncNs.Add(int64(d))
+		},
 	})
 	if err != nil {
 		return err

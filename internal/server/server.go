@@ -57,6 +57,9 @@ type Server struct {
 
 	stats struct {
 		conns, rejected, commands, expired, oom, panics atomic.Int64
+		netIn, netOut                                   atomic.Int64      // bytes read from and written to clients
+		fsyncNs                                         atomic.Int64      // total time of the log's fsyncs
+		fsyncs                                          metrics.Histogram // each fsync's duration
 	}
 	mstats   *metrics.Stats // per command and error, slow log, latency monitor (cmd_stats.go)
 	monitors atomic.Int32   // connections in MONITOR mode

@@ -113,6 +113,10 @@ func TestPrometheusRedisExporter(t *testing.T) {
 			if v := scrapeValue(t, scrape, `redis_commands_duration_seconds_total{cmd="bf.add"}`); v <= 0 || v > 1 {
 				t.Errorf(`redis_commands_duration_seconds_total{cmd="bf.add"} = %v`, v)
 			}
+			// The exporter's own INFO requests and their replies count too: at least ours did.
+			if in, out := scrapeValue(t, scrape, "redis_net_input_bytes_total"), scrapeValue(t, scrape, "redis_net_output_bytes_total"); in < 100 || out < 100 {
+				t.Errorf("redis_net_input_bytes_total = %v, redis_net_output_bytes_total = %v", in, out)
+			}
 			if v := scrapeValue(t, scrape, "redis_memory_used_bytes"); strconv.FormatFloat(v, 'f', -1, 64) != used {
 				t.Errorf("redis_memory_used_bytes = %v, INFO said %s", v, used)
 			}
