@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 
 	"github.com/bloomd/bloom"
+	"github.com/bloomd/bloom/internal/filterconf"
 	"github.com/bloomd/bloom/internal/resp"
 	"github.com/bloomd/bloom/redisbloom"
 )
@@ -42,6 +43,10 @@ var errReserve = errors.New("server: memory limit reached")
 func (s *Server) newBloomValue(mk func(opts *redisbloom.Options) (*redisbloom.Chain, error)) (*bloomValue, error) {
 	bv := &bloomValue{}
 	ch, err := mk(&redisbloom.Options{Reserve: func(n uint64) error {
+		had := bv.mem.Load()
+		if err := s.checkSize(false, satAdd(had, n), had > 0); err != nil {
+			return err
+		}
 		if err := s.reserveMem(int64(min(n, math.MaxInt64))); err != nil {
 			return err
 		}
@@ -72,6 +77,9 @@ func (s *Server) reconcile(bv *bloomValue) {
 // createErr maps a failure to create a chain to RedisBloom's reply, or to RedisBloom's
 // "Insufficient memory" error with the sizes when the memory limit refused it.
 func createErr(err error) string {
+	if se, ok := errors.AsType[*filterconf.SizeError](err); ok {
+		return se.Error()
+	}
 	if mr, ok := errors.AsType[*memRefusal](err); ok {
 		return mr.reply("create")
 	}
@@ -104,6 +112,9 @@ func (c *Conn) addItems(bv *bloomValue, items [][]byte) ([]int8, bool) {
 		case errors.Is(err, redisbloom.ErrFull):
 			res = append(res, resFull)
 			return false
+		case isSizeError(err):
+			res = append(res, resOOM) // the item is refused, the filter keeps what it holds
+			c.oomReply = err.Error()
 		case errors.Is(err, errReserve):
 			res = append(res, resOOM)
 			c.oomReply = errOOM
@@ -159,11 +170,9 @@ type insertOpts struct {
 	noCreate   bool
 }
 
-var defaultInsert = insertOpts{capacity: redisbloom.DefaultCapacity, errorRate: redisbloom.DefaultErrorRate, expansion: redisbloom.DefaultExpansion}
-
 // bfAdd is the common path of BF.ADD, BF.MADD and BF.INSERT: add items to the filter at key,
-// creating it with opts if it does not exist, and journal the command if anything changed.
-// multi selects an array reply.
+// creating it with opts (nil for the settings' defaults, see bfDefaults) if it does not exist,
+// and journal the command if anything changed. multi selects an array reply.
 func (c *Conn) bfAdd(args [][]byte, key []byte, items [][]byte, opts *insertOpts, multi bool) {
 	for {
 		if e := c.entry(key); e != nil {
@@ -182,9 +191,13 @@ func (c *Conn) bfAdd(args [][]byte, key []byte, items [][]byte, opts *insertOpts
 			c.writeResults(res, multi)
 			return
 		}
-		if opts.noCreate {
+		if opts != nil && opts.noCreate {
 			c.w.Error(errNotFound)
 			return
+		}
+		if opts == nil {
+			d := c.srv.bfDefaults() // read once: a retry below makes the same filter
+			opts = &d
 		}
 		if c.bfCreate(args, key, items, opts, multi) {
 			return
@@ -237,7 +250,9 @@ func (c *Conn) bfCreate(args [][]byte, key []byte, items [][]byte, opts *insertO
 		return true
 	}
 	s.ks.insertLocked(sh, e)
-	c.propagateAdds(args, items, res)
+	// The record names every parameter, whatever the command left to the defaults, so that a
+	// replay or a replica with other defaults makes the same filter.
+	c.propagateAdds(bfCreateArgs(key, opts, items), items, res)
 	c.writeResults(res, multi)
 	return true
 }
@@ -297,11 +312,11 @@ func (s *Server) newBloomEntry(key []byte, header bool, mk func(o *redisbloom.Op
 }
 
 func bfAddCmd(c *Conn, args [][]byte) {
-	c.bfAdd(args, args[1], args[2:3], &defaultInsert, false)
+	c.bfAdd(args, args[1], args[2:3], nil, false)
 }
 
 func bfMAddCmd(c *Conn, args [][]byte) {
-	c.bfAdd(args, args[1], args[2:], &defaultInsert, true)
+	c.bfAdd(args, args[1], args[2:], nil, true)
 }
 
 // parseRate parses an error rate as RedisModule_StringToDouble does (C's strtod, whole string,
@@ -368,10 +383,10 @@ func bfReserveCmd(c *Conn, args [][]byte) {
 		return
 	}
 	opts := insertOpts{capacity: capacity, errorRate: rate, expansion: redisbloom.DefaultExpansion}
-	exLoc := -1
+	exLoc, nonScalingArg := -1, false
 	for i := 4; i < len(args); i++ {
 		if equalFold(args[i], "nonscaling") && !opts.nonScaling {
-			opts.nonScaling = true
+			opts.nonScaling, nonScalingArg = true, true
 		} else if equalFold(args[i], "expansion") && exLoc < 0 {
 			exLoc = i
 		}
@@ -396,6 +411,17 @@ func bfReserveCmd(c *Conn, args [][]byte) {
 		}
 		opts.expansion = n
 	}
+	record := args
+	if exLoc < 0 && !nonScalingArg {
+		// The expansion comes from bf-expansion-factor (0: non-scaling), and the record says
+		// which, so that a replay with other defaults makes the same filter.
+		d := c.srv.bfDefaults()
+		opts.expansion, opts.nonScaling = d.expansion, d.nonScaling
+		record = append(args[:len(args):len(args)], []byte("EXPANSION"), strconv.AppendInt(nil, opts.expansion, 10))
+		if opts.nonScaling {
+			record = append(record[:len(args)], []byte("NONSCALING"))
+		}
+	}
 	key := args[1]
 	s := c.srv
 	sh, e := c.lockForCreate(key)
@@ -416,7 +442,7 @@ func bfReserveCmd(c *Conn, args [][]byte) {
 		return
 	}
 	s.ks.insertLocked(sh, e)
-	c.propagate(args)
+	c.propagate(record)
 	c.w.OK()
 }
 
@@ -428,8 +454,8 @@ func bfInsertCmd(c *Conn, args [][]byte) {
 		c.w.Error(arityError("bf.insert"))
 		return
 	}
-	opts := defaultInsert
-	items := -1
+	opts := c.srv.bfDefaults()
+	items, expansionArg, nonScalingArg := -1, false, false
 	for i := 2; i < len(args) && items < 0; {
 		o := args[i]
 		switch {
@@ -455,7 +481,7 @@ func bfInsertCmd(c *Conn, args [][]byte) {
 					c.w.Error("Bad expansion")
 					return
 				}
-				opts.expansion = n
+				opts.expansion, expansionArg = n, true
 			default:
 				n, ok := resp.ParseInt(v)
 				if !ok {
@@ -469,7 +495,7 @@ func bfInsertCmd(c *Conn, args [][]byte) {
 		case equalFold(o, "nocreate"):
 			opts.noCreate = true
 		case equalFold(o, "nonscaling"):
-			opts.nonScaling = true
+			opts.nonScaling, nonScalingArg = true, true
 		default:
 			c.w.Error("Unknown argument received")
 			return
@@ -479,6 +505,12 @@ func bfInsertCmd(c *Conn, args [][]byte) {
 	if items < 0 || items == len(args) {
 		c.w.Error(arityError("bf.insert"))
 		return
+	}
+	switch {
+	case nonScalingArg && !expansionArg:
+		opts.expansion = redisbloom.DefaultExpansion // what RedisBloom 2.6 records for NONSCALING
+	case expansionArg && !nonScalingArg:
+		opts.nonScaling = false // an explicit EXPANSION wins over bf-expansion-factor 0
 	}
 	if opts.errorRate <= 0 || opts.errorRate >= 1 || opts.capacity < 1 || opts.expansion < 1 {
 		c.w.Error("Bad argument received")
@@ -716,4 +748,18 @@ func chunkErr(err error) string {
 		return errBadData
 	}
 	return errBadData
+}
+
+// isSizeError reports whether err is a refusal by bf-max-filter-bytes or cf-max-filter-bytes.
+func isSizeError(err error) bool {
+	_, ok := errors.AsType[*filterconf.SizeError](err)
+	return ok
+}
+
+// satAdd returns a+b, at most math.MaxInt64.
+func satAdd(a int64, b uint64) int64 {
+	if b > uint64(math.MaxInt64-a) {
+		return math.MaxInt64
+	}
+	return a + int64(b)
 }

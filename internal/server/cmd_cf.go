@@ -28,11 +28,6 @@ import (
 // cuckooTypeName is RedisBloom's cuckoo data type name, which TYPE reports.
 const cuckooTypeName = "MBbloomCF"
 
-// RedisBloom's limits for CF commands (src/rebloom.c).
-const (
-	cfDefaultCapacity = 1024
-	cfMaxExpansions   = 32 // CF_MAX_EXPANSIONS: no insertion into a filter with this many sub-filters
-)
 
 // A cuckooValue is a cuckoo filter stored under a key, with the bytes it has charged.
 type cuckooValue struct {
@@ -47,6 +42,10 @@ type cuckooValue struct {
 func (s *Server) newCuckooValue(mk func(opts *bloom.CuckooOptions) (*bloom.Cuckoo, error)) (*cuckooValue, error) {
 	cv := &cuckooValue{}
 	cf, err := mk(&bloom.CuckooOptions{MaxFilters: bloom.CuckooMaxFilters, Reserve: func(n uint64) error {
+		had := cv.mem.Load()
+		if err := s.checkSize(true, satAdd(had, n), had > 0); err != nil {
+			return err
+		}
 		if err := s.reserveMem(int64(min(n, math.MaxInt64))); err != nil {
 			return err
 		}
@@ -83,6 +82,8 @@ func (s *Server) newCuckooEntry(key []byte, header bool, mk func(opts *bloom.Cuc
 	if err != nil {
 		s.ks.used.Add(-keyMem)
 		switch {
+		case isSizeError(err):
+			return nil, err.Error()
 		case errors.Is(err, errReserve):
 			return nil, errOOM
 		case header:
@@ -166,15 +167,18 @@ func cfReserveCmd(c *Conn, args [][]byte) {
 		}
 		return v, true
 	}
-	maxIter, ok := opt("MAXITERATIONS", bloom.CuckooDefaultMaxIterations, 1, bloom.CuckooMaxIterations)
+	// Omitted options come from the settings (cf-max-iterations, cf-bucket-size,
+	// cf-expansion-factor); the record names them all.
+	def := c.srv.filters.Load()
+	maxIter, ok := opt("MAXITERATIONS", def.CFMaxIterations, 1, bloom.CuckooMaxIterations)
 	if !ok {
 		return
 	}
-	bucketSize, ok := opt("BUCKETSIZE", bloom.CuckooDefaultBucketSize, 1, bloom.CuckooMaxBucketSize)
+	bucketSize, ok := opt("BUCKETSIZE", def.CFBucketSize, 1, bloom.CuckooMaxBucketSize)
 	if !ok {
 		return
 	}
-	expansion, ok := opt("EXPANSION", bloom.CuckooDefaultExpansion, 0, bloom.CuckooMaxExpansion)
+	expansion, ok := opt("EXPANSION", def.CFExpansion, 0, bloom.CuckooMaxExpansion)
 	if !ok {
 		return
 	}
@@ -193,17 +197,18 @@ func cfReserveCmd(c *Conn, args [][]byte) {
 		}
 		return
 	}
-	e, msg := c.srv.newCuckooEntry(key, false, func(o *bloom.CuckooOptions) (*bloom.Cuckoo, error) {
-		o.BucketSize, o.MaxIterations = uint16(bucketSize), uint16(maxIter)
-		o.Expansion, o.NonScaling = uint16(expansion), expansion == 0
-		return bloom.NewCuckoo(uint64(capacity), o)
-	})
+	p := cfParams{capacity: capacity, bucketSize: bucketSize, maxIterations: maxIter, expansion: expansion}
+	e, msg := c.srv.newCuckooEntry(key, false, p.make)
 	if e == nil {
 		c.w.Error(msg)
 		return
 	}
 	c.srv.ks.insertLocked(sh, e)
-	c.propagate(args)
+	record := args
+	if len(args) != 9 || argIndex(args, "maxiterations") < 0 || argIndex(args, "bucketsize") < 0 || argIndex(args, "expansion") < 0 {
+		record = p.reserveArgs(key)
+	}
+	c.propagate(record)
 	c.w.OK()
 }
 
@@ -214,24 +219,54 @@ const (
 	cfNoSpace   int8 = -1
 	cfAllocFail int8 = -2 // growth impossible (RedisBloom's CuckooInsert_MemAllocFailed)
 	cfNoMemory  int8 = -3 // growth refused by maxmemory
+	cfTooBig    int8 = -4 // growth refused by cf-max-filter-bytes
 )
 
 // cfInsertOpts are the settings of a CF add command.
 type cfInsertOpts struct {
 	nx, multi, noCreate bool
-	capacity            int64
+	capacity            int64 // 0 for cf-initial-size
+}
+
+// cfParams are the parameters of a new cuckoo filter.
+type cfParams struct{ capacity, bucketSize, maxIterations, expansion int64 }
+
+// cfDefaults returns the parameters of a cuckoo filter made by an add: the settings', with
+// capacity if it is not 0.
+func (s *Server) cfDefaults(capacity int64) cfParams {
+	d := s.filters.Load()
+	if capacity == 0 {
+		capacity = d.CFInitialSize
+	}
+	return cfParams{capacity: capacity, bucketSize: d.CFBucketSize, maxIterations: d.CFMaxIterations, expansion: d.CFExpansion}
+}
+
+// make makes the filter p describes (expansion 0: non-scaling), with o's hook.
+func (p cfParams) make(o *bloom.CuckooOptions) (*bloom.Cuckoo, error) {
+	o.BucketSize, o.MaxIterations = uint16(p.bucketSize), uint16(p.maxIterations)
+	o.Expansion, o.NonScaling = uint16(p.expansion), p.expansion == 0
+	return bloom.NewCuckoo(uint64(p.capacity), o)
+}
+
+// reserveArgs returns the CF.RESERVE command that makes the filter p describes, every
+// parameter spelled out, so that a replay or a replica with other defaults makes the same one.
+func (p cfParams) reserveArgs(key []byte) [][]byte {
+	return [][]byte{[]byte("CF.RESERVE"), key, strconv.AppendInt(nil, p.capacity, 10),
+		[]byte("BUCKETSIZE"), strconv.AppendInt(nil, p.bucketSize, 10),
+		[]byte("MAXITERATIONS"), strconv.AppendInt(nil, p.maxIterations, 10),
+		[]byte("EXPANSION"), strconv.AppendInt(nil, p.expansion, 10)}
 }
 
 func cfAddCmd(c *Conn, args [][]byte) {
 	nx := len(args[0]) > 0 && (args[0][len(args[0])-1]|0x20) == 'x'
-	c.cfInsert(args, args[1], args[2:3], &cfInsertOpts{nx: nx, capacity: cfDefaultCapacity})
+	c.cfInsert(args, args[1], args[2:3], &cfInsertOpts{nx: nx})
 }
 
 // cfInsertCmd implements CF.INSERT and CF.INSERTNX key [CAPACITY cap] [NOCREATE] ITEMS item...:
 // options are recognized by their first letter only, as RedisBloom does.
 func cfInsertCmd(c *Conn, args [][]byte) {
 	name := args[0]
-	opts := cfInsertOpts{nx: (name[len(name)-1] | 0x20) == 'x', multi: true, capacity: cfDefaultCapacity}
+	opts := cfInsertOpts{nx: (name[len(name)-1] | 0x20) == 'x', multi: true}
 	items := -1
 	for i := 2; i < len(args) && items < 0; {
 		first := byte(0)
@@ -249,7 +284,7 @@ func cfInsertCmd(c *Conn, args [][]byte) {
 				c.w.Error("Bad capacity")
 				return
 			}
-			if 2*bloom.CuckooDefaultBucketSize > n {
+			if 2*c.srv.filters.Load().CFBucketSize > n { // the filter's bucket size: cf-bucket-size
 				c.w.Error("Capacity must be at least (BucketSize * 2)")
 				return
 			}
@@ -296,7 +331,7 @@ func (c *Conn) cfInsert(args [][]byte, key []byte, items [][]byte, opts *cfInser
 				return
 			}
 			cv.mu.Lock()
-			c.cfApply(cv, args, items, opts, false)
+			c.cfApply(cv, args, items, opts)
 			cv.mu.Unlock()
 			return
 		}
@@ -319,9 +354,8 @@ func (c *Conn) cfCreate(args [][]byte, key []byte, items [][]byte, opts *cfInser
 	if e != nil {
 		return false
 	}
-	e, msg := c.srv.newCuckooEntry(key, false, func(o *bloom.CuckooOptions) (*bloom.Cuckoo, error) {
-		return bloom.NewCuckoo(uint64(opts.capacity), o)
-	})
+	p := c.srv.cfDefaults(opts.capacity)
+	e, msg := c.srv.newCuckooEntry(key, false, p.make)
 	if e == nil {
 		c.w.Error(msg)
 		return true
@@ -329,18 +363,19 @@ func (c *Conn) cfCreate(args [][]byte, key []byte, items [][]byte, opts *cfInser
 	cv := e.val.(*cuckooValue)
 	c.srv.ks.insertLocked(sh, e)
 	cv.mu.Lock()
-	c.cfApply(cv, args, items, opts, true)
+	// The filter's record comes first and names every parameter; the add's record follows
+	// with the items that changed it.
+	c.propagate(p.reserveArgs(key))
+	c.cfApply(cv, args, items, opts)
 	cv.mu.Unlock()
 	return true
 }
 
 // cfApply adds items to cv (whose mutex is held), journals what changed it, and replies.
-// created says the command has just made the filter, which the journal must then make too.
-func (c *Conn) cfApply(cv *cuckooValue, args [][]byte, items [][]byte, opts *cfInsertOpts, created bool) {
-	if cv.cf.NumFilters() >= cfMaxExpansions {
-		if created {
-			c.cfPropagateCreate(args[1], opts.capacity)
-		}
+// As Redis 8 does, it refuses a filter of cf-max-expansions sub-filters or more, whenever the
+// filter was made (but not on a replica or while the data files load: see limitsApply).
+func (c *Conn) cfApply(cv *cuckooValue, args [][]byte, items [][]byte, opts *cfInsertOpts) {
+	if c.srv.limitsApply() && int64(cv.cf.NumFilters()) >= c.srv.filters.Load().CFMaxExpansions {
 		c.w.Error("Maximum expansions reached")
 		return
 	}
@@ -364,6 +399,9 @@ func (c *Conn) cfApply(cv *cuckooValue, args [][]byte, items [][]byte, opts *cfI
 			r = cfExists
 		case errors.Is(err, bloom.ErrFull):
 			r = cfNoSpace
+		case isSizeError(err):
+			r = cfTooBig
+			c.oomReply = err.Error()
 		case errors.Is(err, errReserve):
 			r = cfNoMemory
 		default:
@@ -375,11 +413,8 @@ func (c *Conn) cfApply(cv *cuckooValue, args [][]byte, items [][]byte, opts *cfI
 		}
 	}
 	c.scratch = res
-	switch {
-	case changed:
+	if changed {
 		c.propagateCF(args, items, res)
-	case created:
-		c.cfPropagateCreate(args[1], opts.capacity)
 	}
 	if !opts.multi {
 		switch res[0] {
@@ -387,6 +422,8 @@ func (c *Conn) cfApply(cv *cuckooValue, args [][]byte, items [][]byte, opts *cfI
 			c.w.Error("Filter is full")
 		case cfNoMemory:
 			c.w.Error(errOOM)
+		case cfTooBig:
+			c.w.Error(c.oomReply)
 		case cfAllocFail:
 			c.w.Error("Memory allocation failure")
 		default:
@@ -403,6 +440,8 @@ func (c *Conn) cfApply(cv *cuckooValue, args [][]byte, items [][]byte, opts *cfI
 		switch {
 		case r == cfNoMemory:
 			c.w.Error(errOOM)
+		case r == cfTooBig:
+			c.w.Error(c.oomReply)
 		case r == cfAllocFail:
 			c.w.Int(-1) // RedisBloom's reply for an allocation failure inside CF.INSERT
 		case c.w.Proto == 3 && !opts.nx:
@@ -411,11 +450,6 @@ func (c *Conn) cfApply(cv *cuckooValue, args [][]byte, items [][]byte, opts *cfI
 			c.w.Int(int64(r))
 		}
 	}
-}
-
-// cfPropagateCreate journals the creation of an empty filter as CF.ADD and CF.INSERT make it.
-func (c *Conn) cfPropagateCreate(key []byte, capacity int64) {
-	c.propagateCmd([]byte("CF.RESERVE"), key, strconv.AppendInt(nil, capacity, 10))
 }
 
 // propagateCF journals a CF add with only the items that changed the filter. Items that were

@@ -24,7 +24,7 @@ type InfoProvider interface {
 }
 
 var infoSections = []string{"server", "clients", "memory", "persistence", "stats", "replication", "cpu", "modules",
-	"commandstats", "errorstats", "latencystats", "keyspace"}
+	"bloom", "commandstats", "errorstats", "latencystats", "keyspace"}
 
 func infoCmd(c *Conn, args [][]byte) {
 	want := map[string]bool{}
@@ -181,6 +181,8 @@ func (s *Server) appendInfo(b []byte, sec string, c *Conn) []byte {
 	case "modules":
 		b = append(b, "# Modules\r\n"...)
 		b = fmt.Appendf(b, "module:name=bf,ver=%d,api=1,filters=0,usedby=[],using=[],options=[]\r\n", bfModuleVer)
+	case "bloom":
+		b = s.appendBloomInfo(b)
 	case "keyspace":
 		b = append(b, "# Keyspace\r\n"...)
 		if keys, vol := s.ks.count(); keys > 0 {

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/bloomd/bloom/internal/filterconf"
 	"github.com/bloomd/bloom/internal/persist"
 
 	"github.com/bloomd/bloom/internal/memlimit"
@@ -57,6 +58,11 @@ type Config struct {
 	// Replication (internal/repl; see replication.go), with redis.conf's names.
 	ReplicaOf   string      // replicaof: "host port" of the primary; "" for a primary
 	Replication repl.Config // masterauth, replica-read-only, repl-backlog-size, ...
+
+	// Filters, if not nil, are the parameters of filters made without explicit ones and the
+	// per-filter size limits (bf-error-rate, ..., cf-max-filter-bytes; see config_filters.go).
+	// nil means filterconf.Default().
+	Filters *filterconf.Settings
 
 	// Journal, if not nil, records every write command (see Journal).
 	Journal Journal `json:"-"`
@@ -374,6 +380,14 @@ func parseConfig(r io.Reader, name string, c *Config, depth int) error {
 			}
 			continue
 		}
+		if key == "loadmodule" { // RedisBloom's arguments set bloomd's filter settings
+			if ok, err := loadModuleArgs(value, c); ok {
+				if err != nil {
+					return fmt.Errorf("server: %s line %d: %w", name, n, err)
+				}
+				continue
+			}
+		}
 		if why, ok := isRedisOnly(key); ok && !validSetting(key, value) {
 			c.ignore(fmt.Sprintf("%s line %d: ", name, n), key, why)
 			continue
@@ -513,6 +527,14 @@ func ParseArgs(args []string) (Config, string, error) {
 				return c, file, fmt.Errorf("server: --%s needs a value", name)
 			}
 			value = strings.Join(vals, " ")
+		}
+		if strings.EqualFold(name, "loadmodule") { // RedisBloom's arguments, as in a config file
+			if ok, err := loadModuleArgs(value, &c); ok {
+				if err != nil {
+					return c, file, fmt.Errorf("server: --loadmodule: %w", err)
+				}
+				continue
+			}
 		}
 		if why, ok := isRedisOnly(name); ok && !validSetting(name, value) {
 			c.ignore("--", strings.ToLower(name), why)

@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/bloomd/bloom/internal/filterconf"
 	"github.com/bloomd/bloom/internal/memlimit"
 	"github.com/bloomd/bloom/internal/metrics"
 	"github.com/bloomd/bloom/internal/persist"
@@ -45,6 +46,7 @@ type Server struct {
 	timeout     atomic.Int64 // nanoseconds, 0 if none
 	maxBulk     atomic.Int64
 	ceiling     ceiling // the most the keyspace may hold, found at start (memory.go)
+	filters     filterconf.Live // defaults of new filters and the size limits (config_filters.go)
 
 	lnMu      sync.Mutex
 	listeners []net.Listener
@@ -157,6 +159,7 @@ func (s *Server) applyConfig(c *Config) {
 	s.mstats.SlowLog.SetThreshold(c.SlowlogLogSlowerThan)
 	s.mstats.SlowLog.SetMaxLen(int64(c.SlowlogMaxLen))
 	s.mstats.Latency.SetThreshold(c.LatencyMonitorThreshold)
+	s.filters.Store(*c.filterSettings())
 }
 
 // config returns a copy of the current settings.
