@@ -28,7 +28,6 @@ import (
 // cuckooTypeName is RedisBloom's cuckoo data type name, which TYPE reports.
 const cuckooTypeName = "MBbloomCF"
 
-
 // A cuckooValue is a cuckoo filter stored under a key, with the bytes it has charged.
 type cuckooValue struct {
 	mu  sync.Mutex // held by write commands across the change and its journal record

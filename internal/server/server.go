@@ -45,7 +45,7 @@ type Server struct {
 	maxclients  atomic.Int64
 	timeout     atomic.Int64 // nanoseconds, 0 if none
 	maxBulk     atomic.Int64
-	ceiling     ceiling // the most the keyspace may hold, found at start (memory.go)
+	ceiling     ceiling         // the most the keyspace may hold, found at start (memory.go)
 	filters     filterconf.Live // defaults of new filters and the size limits (config_filters.go)
 
 	lnMu      sync.Mutex
