@@ -604,9 +604,11 @@ var bfInfoFields = []struct{ arg, label string }{
 	{"items", "Number of items inserted"}, {"expansion", "Expansion rate"},
 }
 
-// bfInfoCmd implements BF.INFO key [CAPACITY|SIZE|FILTERS|ITEMS|EXPANSION]: labels as simple
-// strings, a flat array in RESP2 and a map in RESP3, a single field as a one-element array
-// (RESP2) or one-pair map (RESP3), and a nil expansion for a non-scaling filter.
+// bfInfoCmd implements BF.INFO key [CAPACITY|SIZE|FILTERS|ITEMS|EXPANSION|MAXSCALEDCAPACITY]:
+// labels as simple strings, a flat array in RESP2 and a map in RESP3, a single field as a
+// one-element array (RESP2) or one-pair map (RESP3), and a nil expansion for a non-scaling
+// filter. MAXSCALEDCAPACITY is valkey-bloom's field, not RedisBloom's, and is never part of
+// the whole reply.
 func bfInfoCmd(c *Conn, args [][]byte) {
 	bv := c.bloomOrError(args[1])
 	if bv == nil {
@@ -630,6 +632,22 @@ func bfInfoCmd(c *Conn, args [][]byte) {
 				c.w.Int(int64(ch.Expansion()))
 			}
 		}
+	}
+	if len(args) == 3 && equalFold(args[2], "maxscaledcapacity") {
+		// valkey-bloom's field: the capacity the filter can reach within bf-max-filter-bytes
+		// (nil when there is no limit).
+		if c.w.Proto == 3 {
+			c.w.Map(1)
+			c.w.Simple("Max scaled capacity")
+		} else {
+			c.w.Array(1)
+		}
+		if limit := c.srv.filters.Load().BFMaxBytes; limit > 0 {
+			c.w.Int(int64(min(ch.CapacityWithin(uint64(limit)), math.MaxInt64)))
+		} else {
+			c.w.Null()
+		}
+		return
 	}
 	if len(args) == 3 {
 		for i, f := range bfInfoFields {
