@@ -158,10 +158,24 @@ func parseDouble(v string) (float64, bool) {
 	if err != nil && !errors.Is(err, strconv.ErrRange) || math.IsNaN(f) {
 		return 0, false
 	}
-	if err != nil && f == 0 {
+	if f == 0 && strings.Trim(mantissa(v), "0.") != "" {
 		return 0, false // underflow, which strtod reports as ERANGE
 	}
 	return f, true
+}
+
+// mantissa returns the digits of a number before its exponent, without sign or hex prefix.
+func mantissa(v string) string {
+	v = strings.TrimLeft(v, "+-")
+	if len(v) > 1 && v[0] == '0' && (v[1] == 'x' || v[1] == 'X') {
+		v, _, _ = strings.Cut(v[2:], "p")
+		v, _, _ = strings.Cut(v, "P")
+		return v
+	}
+	if i := strings.IndexAny(v, "eE"); i >= 0 {
+		v = v[:i]
+	}
+	return v
 }
 
 // formatFloat formats an error rate so that parsing it gives the same float64.
