@@ -114,7 +114,7 @@ func (c *Conn) addItems(bv *bloomValue, items [][]byte) ([]int8, bool) {
 			return false
 		case isSizeError(err):
 			res = append(res, resOOM) // the item is refused, the filter keeps what it holds
-			c.oomReply = err.Error()
+			c.oomReply = sizeErrorReply(err)
 		case errors.Is(err, errReserve):
 			res = append(res, resOOM)
 			c.oomReply = errOOM
@@ -772,6 +772,12 @@ func chunkErr(err error) string {
 func isSizeError(err error) bool {
 	_, ok := errors.AsType[*filterconf.SizeError](err)
 	return ok
+}
+
+// sizeErrorReply returns the error reply of a refusal by a size limit that err wraps.
+func sizeErrorReply(err error) string {
+	se, _ := errors.AsType[*filterconf.SizeError](err)
+	return se.Error()
 }
 
 // satAdd returns a+b, at most math.MaxInt64.

@@ -82,7 +82,7 @@ func (s *Server) newCuckooEntry(key []byte, header bool, mk func(opts *bloom.Cuc
 		s.ks.used.Add(-keyMem)
 		switch {
 		case isSizeError(err):
-			return nil, err.Error()
+			return nil, sizeErrorReply(err)
 		case errors.Is(err, errReserve):
 			return nil, errOOM
 		case header:
@@ -400,7 +400,7 @@ func (c *Conn) cfApply(cv *cuckooValue, args [][]byte, items [][]byte, opts *cfI
 			r = cfNoSpace
 		case isSizeError(err):
 			r = cfTooBig
-			c.oomReply = err.Error()
+			c.oomReply = sizeErrorReply(err)
 		case errors.Is(err, errReserve):
 			r = cfNoMemory
 		default:
