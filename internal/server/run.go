@@ -56,6 +56,13 @@ Monitoring (see README.md):
   --metrics-max-filters n  at most this many of them, the largest (default 1000)
   --slowlog-log-slower-than us, --slowlog-max-len n, --latency-monitor-threshold ms
 
+Filters made on the fly (Redis 8's names; see README.md, "Defaults for new filters"):
+  --bf-error-rate r, --bf-initial-size n, --bf-expansion-factor n (defaults 0.01, 100, 2)
+  --cf-initial-size n, --cf-bucket-size n, --cf-max-iterations n, --cf-expansion-factor n,
+  --cf-max-expansions n    (defaults 1024, 2, 20, 1, 32)
+  --bf-max-filter-bytes bytes, --cf-max-filter-bytes bytes   the most one filter may hold
+                           (default 0: no limit beyond maxmemory)
+
 Durability (files in --dir; see README.md):
   --appendonly yes|no      log every write before acknowledging it (default yes)
   --appendfsync policy     always (fsync before each reply, group-committed), everysec
