@@ -39,3 +39,35 @@ func BenchmarkExecuteBFAdd(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkExecuteCFAddNX is BenchmarkExecuteBFAdd for CF.ADDNX on an existing cuckoo filter
+// (whose path reads cf-max-expansions on every command); ADDNX, since CF.ADD of the same items
+// again and again would fill their buckets.
+func BenchmarkExecuteCFAddNX(b *testing.B) {
+	s := startServer(b, nil)
+	s.Exec([]byte("CF.RESERVE"), []byte("cf"), []byte("10000000"))
+	var in []byte
+	for i := range 32 {
+		in = resp.AppendCommand(in, []byte("CF.ADDNX"), []byte("cf"), []byte(strconv.Itoa(i*7919)))
+	}
+	rw := &loopConn{in: in}
+	c := s.newConn(rw)
+	defer c.close()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i += 32 {
+		rw.off = 0
+		rw.out.Reset()
+		c.rd.Reset(rw)
+		for range 32 {
+			args, err := c.rd.ReadCommand()
+			if err != nil {
+				b.Fatal(err)
+			}
+			c.execute(args)
+		}
+		if err := c.flush(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
