@@ -196,7 +196,7 @@ func (c *Conn) bfAdd(args [][]byte, key []byte, items [][]byte, opts *insertOpts
 			return
 		}
 		if opts == nil {
-			d := c.srv.bfDefaults() // read once: a retry below makes the same filter
+			d := c.bfDefaults() // read once: a retry below makes the same filter
 			opts = &d
 		}
 		if c.bfCreate(args, key, items, opts, multi) {
@@ -415,7 +415,7 @@ func bfReserveCmd(c *Conn, args [][]byte) {
 	if exLoc < 0 && !nonScalingArg {
 		// The expansion comes from bf-expansion-factor (0: non-scaling), and the record says
 		// which, so that a replay with other defaults makes the same filter.
-		d := c.srv.bfDefaults()
+		d := c.bfDefaults()
 		opts.expansion, opts.nonScaling = d.expansion, d.nonScaling
 		record = append(args[:len(args):len(args)], []byte("EXPANSION"), strconv.AppendInt(nil, opts.expansion, 10))
 		if opts.nonScaling {
@@ -454,7 +454,7 @@ func bfInsertCmd(c *Conn, args [][]byte) {
 		c.w.Error(arityError("bf.insert"))
 		return
 	}
-	opts := c.srv.bfDefaults()
+	opts := c.bfDefaults()
 	items, expansionArg, nonScalingArg := -1, false, false
 	for i := 2; i < len(args) && items < 0; {
 		o := args[i]

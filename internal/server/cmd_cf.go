@@ -168,7 +168,7 @@ func cfReserveCmd(c *Conn, args [][]byte) {
 	}
 	// Omitted options come from the settings (cf-max-iterations, cf-bucket-size,
 	// cf-expansion-factor); the record names them all.
-	def := c.srv.filters.Load()
+	def := c.newFilterSettings()
 	maxIter, ok := opt("MAXITERATIONS", def.CFMaxIterations, 1, bloom.CuckooMaxIterations)
 	if !ok {
 		return
@@ -230,10 +230,10 @@ type cfInsertOpts struct {
 // cfParams are the parameters of a new cuckoo filter.
 type cfParams struct{ capacity, bucketSize, maxIterations, expansion int64 }
 
-// cfDefaults returns the parameters of a cuckoo filter made by an add: the settings', with
-// capacity if it is not 0.
-func (s *Server) cfDefaults(capacity int64) cfParams {
-	d := s.filters.Load()
+// cfDefaults returns the parameters of a cuckoo filter made by an add: the settings' (see
+// newFilterSettings), with capacity if it is not 0.
+func (c *Conn) cfDefaults(capacity int64) cfParams {
+	d := c.newFilterSettings()
 	if capacity == 0 {
 		capacity = d.CFInitialSize
 	}
@@ -283,7 +283,7 @@ func cfInsertCmd(c *Conn, args [][]byte) {
 				c.w.Error("Bad capacity")
 				return
 			}
-			if 2*c.srv.filters.Load().CFBucketSize > n { // the filter's bucket size: cf-bucket-size
+			if 2*c.newFilterSettings().CFBucketSize > n { // the bucket size the filter will have
 				c.w.Error("Capacity must be at least (BucketSize * 2)")
 				return
 			}
@@ -353,7 +353,7 @@ func (c *Conn) cfCreate(args [][]byte, key []byte, items [][]byte, opts *cfInser
 	if e != nil {
 		return false
 	}
-	p := c.srv.cfDefaults(opts.capacity)
+	p := c.cfDefaults(opts.capacity)
 	e, msg := c.srv.newCuckooEntry(key, false, p.make)
 	if e == nil {
 		c.w.Error(msg)

@@ -96,11 +96,27 @@ func (s *Server) limitsApply() bool {
 	return !s.ks.loading.Load() && !s.dataLoading.Load() && !s.repl.IsReplica()
 }
 
+// builtinDefaults holds RedisBloom's built-in parameters, which newFilterSettings gives to
+// records written before the settings existed.
+var builtinDefaults = filterconf.Default()
+
+// newFilterSettings returns the settings that fill in the parameters a command leaves open.
+// Those are the settings in force, but for records of the append-only log and of a primary's
+// stream: a record that leaves a parameter open was written by a bloomd without these settings
+// (every record written now names them all; see bfCreateArgs and cfParams.reserveArgs), so it
+// is replayed with RedisBloom's built-in values, which that bloomd used.
+func (c *Conn) newFilterSettings() *filterconf.Settings {
+	if c == c.srv.applier || c.srv.ks.loading.Load() || c.srv.dataLoading.Load() {
+		return &builtinDefaults
+	}
+	return c.srv.filters.Load()
+}
+
 // bfDefaults returns the options of a Bloom filter made without explicit ones. With
 // bf-expansion-factor 0 it is non-scaling and records expansion 2, as RedisBloom 2.6 records
 // for a non-scaling filter made without EXPANSION.
-func (s *Server) bfDefaults() insertOpts {
-	f := s.filters.Load()
+func (c *Conn) bfDefaults() insertOpts {
+	f := c.newFilterSettings()
 	o := insertOpts{capacity: f.BFInitialSize, errorRate: f.BFErrorRate, expansion: f.BFExpansion}
 	if o.expansion == 0 {
 		o.nonScaling, o.expansion = true, redisbloom.DefaultExpansion

@@ -455,3 +455,53 @@ func TestFilterSettingsReplica(t *testing.T) {
 	}
 	_ = rs
 }
+
+// TestFilterSettingsOldRecords replays a log whose records leave parameters open, as bloomd
+// wrote them before these settings existed (BF.ADD creating a filter, BF.RESERVE without
+// EXPANSION, CF.ADD, CF.RESERVE without options), on a server with other settings: they make
+// the filters RedisBloom's built-in values made, which is what that bloomd made.
+func TestFilterSettingsOldRecords(t *testing.T) {
+	dir := t.TempDir()
+	s := startDurable(t, dir, func(c *Config) { c.AppendOnly = true })
+	for _, rec := range [][]string{
+		{"BF.ADD", "bf", "a"}, {"BF.MADD", "madd", "a", "b"}, {"BF.INSERT", "ins", "CAPACITY", "50", "ITEMS", "a"},
+		{"BF.RESERVE", "res", "0.01", "10"}, {"CF.ADD", "cf", "a"}, {"CF.RESERVE", "cfres", "1000"},
+	} {
+		argv := make([][]byte, len(rec))
+		for i, a := range rec {
+			argv[i] = []byte(a)
+		}
+		if wait := s.journal.Append(argv); wait != nil {
+			if err := wait(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	stopDurable(t, s, false)
+	s2 := startDurable(t, dir, func(c *Config) {
+		c.AppendOnly = true
+		c.Filters = &filterconf.Settings{BFErrorRate: 0.2, BFInitialSize: 7, BFExpansion: 0,
+			CFInitialSize: 64, CFBucketSize: 8, CFMaxIterations: 3, CFExpansion: 0, CFMaxExpansions: 1}
+	})
+	c := dial(t, s2.addr())
+	for key, want := range map[string][2]int64{"bf": {100, 2}, "madd": {100, 2}, "ins": {50, 2}, "res": {10, 2}} {
+		info := infoOf(t, c, "BF.INFO", key)
+		if info["Capacity"].Int != want[0] || info["Expansion rate"].Int != want[1] {
+			t.Errorf("%s replayed: BF.INFO %v, want capacity %d expansion %d", key, info, want[0], want[1])
+		}
+	}
+	if r := debugRatio(t, c, "bf"); r != "0.005" {
+		t.Errorf("bf replayed with error rate %s, want RedisBloom's 0.01 (0.005 in its first sub-filter)", r)
+	}
+	for key, buckets := range map[string]int64{"cf": 512, "cfres": 512} {
+		info := infoOf(t, c, "CF.INFO", key)
+		if info["Number of buckets"].Int != buckets || info["Bucket size"].Int != 2 || info["Max iterations"].Int != 20 || info["Expansion rate"].Int != 1 {
+			t.Errorf("%s replayed: CF.INFO %v, want RedisBloom's defaults", key, info)
+		}
+	}
+	// A client's command on the same server takes the settings in force.
+	c.do("BF.ADD", "now", "a")
+	if info := infoOf(t, c, "BF.INFO", "now"); info["Capacity"].Int != 7 || !info["Expansion rate"].Null {
+		t.Errorf("BF.ADD after the replay: %v, want capacity 7, non-scaling", info)
+	}
+}
