@@ -92,6 +92,24 @@ var Params = []Param{
 		setInt("cf-max-expansions", func(s *Settings) *int64 { return &s.CFMaxExpansions }, fixed(1), fixed(MaxMaxExpansions))},
 }
 
+// Validate reports the first setting of s out of its range, in Redis 8's words, or a negative
+// size limit. Settings made by Default and Set are valid.
+func (s *Settings) Validate() error {
+	for _, p := range Params {
+		t := *s
+		if err := p.Set(&t, p.Get(s)); err != nil {
+			return err
+		}
+		if t != *s {
+			return fmt.Errorf("Value for `%s` must be in the range (0.000000, %f]", p.Name, BFErrorRateCap)
+		}
+	}
+	if s.BFMaxBytes < 0 || s.CFMaxBytes < 0 {
+		return errors.New("bf-max-filter-bytes and cf-max-filter-bytes must not be negative")
+	}
+	return nil
+}
+
 // LegacyNames maps RedisBloom's module arguments (loadmodule redisbloom.so ERROR_RATE 0.001),
 // which Redis 8 still accepts, to the settings they set.
 var LegacyNames = map[string]string{

@@ -109,6 +109,30 @@ func TestDefault(t *testing.T) {
 	}
 }
 
+func TestValidate(t *testing.T) {
+	d := Default()
+	if err := d.Validate(); err != nil {
+		t.Errorf("Default: %v", err)
+	}
+	for _, tc := range []struct {
+		change func(s *Settings)
+		want   string
+	}{
+		{func(s *Settings) { s.BFErrorRate = 0 }, "Value for `bf-error-rate` must be in the range (0.000000, 1.000000)"},
+		{func(s *Settings) { s.BFErrorRate = 0.5 }, "Value for `bf-error-rate` must be in the range (0.000000, 0.250000]"},
+		{func(s *Settings) { s.CFBucketSize = 600 }, "Value for `cf-bucket-size` must be in the range [1, 255]"},
+		{func(s *Settings) { s.CFInitialSize = 2 }, "Value for `cf-bucket-size` must be in the range [1, 1]"},
+		{func(s *Settings) { s.CFMaxExpansions = 0 }, "Value for `cf-max-expansions` must be in the range [1, 65536]"},
+		{func(s *Settings) { s.BFMaxBytes = -1 }, "bf-max-filter-bytes and cf-max-filter-bytes must not be negative"},
+	} {
+		s := Default()
+		tc.change(&s)
+		if err := s.Validate(); err == nil || err.Error() != tc.want {
+			t.Errorf("%+v: Validate = %v, want %q", s, err, tc.want)
+		}
+	}
+}
+
 func TestCheckSize(t *testing.T) {
 	s := Default()
 	if err := s.CheckBloom(1<<40, false); err != nil {

@@ -323,6 +323,11 @@ func (c *Config) Validate() error {
 	if _, ok := logLevels[c.LogLevel]; !ok {
 		return fmt.Errorf("server: unknown loglevel %q", c.LogLevel)
 	}
+	if c.Filters != nil {
+		if err := c.Filters.Validate(); err != nil {
+			return fmt.Errorf("server: %w", err)
+		}
+	}
 	return nil
 }
 
