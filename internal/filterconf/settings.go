@@ -101,6 +101,7 @@ func (s *Settings) Validate() error {
 			return err
 		}
 		if t != *s {
+			//lint:ignore ST1005 Redis 8's wording, which clients match
 			return fmt.Errorf("Value for `%s` must be in the range (0.000000, %f]", p.Name, BFErrorRateCap)
 		}
 	}
@@ -141,9 +142,11 @@ func setInt(name string, field func(s *Settings) *int64, lo, hi func(s *Settings
 	return func(s *Settings, v string) error {
 		n, ok := resp.ParseInt([]byte(v))
 		if !ok {
+			//lint:ignore ST1005 Redis 8's wording, which clients match
 			return fmt.Errorf("Invalid value for `%s`", name)
 		}
 		if l, h := lo(s), hi(s); n < l || n > h {
+			//lint:ignore ST1005 Redis 8's wording, which clients match
 			return fmt.Errorf("Value for `%s` must be in the range [%d, %d]", name, l, h)
 		}
 		*field(s) = n
@@ -157,9 +160,11 @@ func setErrorRate(s *Settings, v string) error {
 	const name = "bf-error-rate"
 	f, ok := parseDouble(v)
 	if !ok {
+		//lint:ignore ST1005 Redis 8's wording, which clients match
 		return fmt.Errorf("Invalid value for `%s`", name)
 	}
 	if !(f > 0 && f < 1) {
+		//lint:ignore ST1005 Redis 8's wording, which clients match
 		return fmt.Errorf("Value for `%s` must be in the range (%f, %f)", name, 0.0, 1.0)
 	}
 	s.BFErrorRate = min(f, BFErrorRateCap)
