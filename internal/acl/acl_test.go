@@ -154,8 +154,8 @@ func TestCheck(t *testing.T) {
 	}
 	for _, c := range []struct {
 		rules, cmd, args string
-		want           Result
-		idx            int
+		want             Result
+		idx              int
 	}{
 		{"+@all ~* &*", "get", "get k", Allowed, 0},
 		{"-@all ~*", "get", "get k", DeniedCommand, 0},
@@ -167,7 +167,7 @@ func TestCheck(t *testing.T) {
 		{"+get %R~a*", "get", "get a", Allowed, 0},
 		{"+set %R~a*", "set", "set a v", DeniedKey, 1},
 		{"+set %W~a*", "set", "set a v", Allowed, 0},
-		{"+set %W~a*", "set", "set a v get", DeniedKey, 1}, // SET ... GET reads the key too
+		{"+set %W~a*", "set", "set a v get", DeniedKey, 1},  // SET ... GET reads the key too
 		{"+exists %W~a*", "exists", "exists a", Allowed, 0}, // EXISTS does not touch the value
 		{"+rename %R~a* %W~b*", "rename", "rename a b", DeniedKey, 1},
 		{"+rename ~a* %W~b*", "rename", "rename a b", Allowed, 0},

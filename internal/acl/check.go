@@ -4,11 +4,11 @@ package acl
 type Result uint8
 
 const (
-	Allowed        Result = iota
-	DeniedCommand         // the user may not run the command
-	DeniedKey             // the user may not access one of the keys
-	DeniedChannel         // the user may not use one of the channels
-	DeniedAuth            // authentication failed (for the log and counters; Check never returns it)
+	Allowed       Result = iota
+	DeniedCommand        // the user may not run the command
+	DeniedKey            // the user may not access one of the keys
+	DeniedChannel        // the user may not use one of the channels
+	DeniedAuth           // authentication failed (for the log and counters; Check never returns it)
 )
 
 // Check reports whether u may run command c with args (args[0] is the command's name; for a

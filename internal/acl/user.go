@@ -197,7 +197,9 @@ func parseHash(s string) ([sha256.Size]byte, bool) {
 }
 
 func (u *User) apply(op string) error {
-	fail := func(reason string) error { return &RuleError{Rule: op, Reason: reason, Unknown: reason == reasonUnknown} }
+	fail := func(reason string) error {
+		return &RuleError{Rule: op, Reason: reason, Unknown: reason == reasonUnknown}
+	}
 	if op == "" {
 		return nil
 	}
