@@ -71,6 +71,26 @@ func (s *Server) initACL(cfg *Config) error {
 	return nil
 }
 
+// configUserLines returns the user lines CONFIG REWRITE writes, as Redis does when there is no
+// aclfile (nil when there is one: the users live there): every user as ACL LIST shows it, but
+// the default user when it is just what requirepass makes it.
+func (s *Server) configUserLines() []string {
+	if s.acl.file != "" {
+		return nil
+	}
+	plain := s.acl.tab.NewDefaultUser()
+	if pass := *s.requirepass.Load(); pass != "" {
+		plain, _ = plain.SetUser([]string{"resetpass", ">" + pass})
+	}
+	out := []string{}
+	for _, l := range s.acl.users.List() {
+		if l != "user default "+plain.Describe() {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
 func definesDefault(defs []acl.Definition) bool {
 	for _, d := range defs {
 		if d.Name == "default" {
