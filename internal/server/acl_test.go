@@ -384,3 +384,32 @@ func TestACLConfigRewrite(t *testing.T) {
 		t.Errorf("reloaded users:\n%s\nwant\n%s", got, want)
 	}
 }
+
+// TestACLRevokedChannelsCloseSubscribers: taking a channel away from a user closes its
+// connections subscribed to it, as Redis 7.0 does; the others stay.
+func TestACLRevokedChannelsCloseSubscribers(t *testing.T) {
+	forEachIOMode(t, func(t *testing.T) {
+		s := startServer(t, nil)
+		admin := dial(t, s.addr())
+		admin.do("ACL", "SETUSER", "sub", "on", "nopass", "+@all", "&news.*", "&other")
+		a, b := dial(t, s.addr()), dial(t, s.addr())
+		a.do("AUTH", "sub", "x")
+		b.do("AUTH", "sub", "x")
+		a.do("SUBSCRIBE", "news.a")
+		b.do("SUBSCRIBE", "other")
+		if v := b.do("PSUBSCRIBE", "news.*"); len(v.Elems) != 3 {
+			t.Fatal(v)
+		}
+		if v := b.do("PSUBSCRIBE", "n*"); !strings.HasPrefix(v.Text(), "NOPERM") {
+			t.Fatalf("a pattern must equal an allowed pattern: %v", v)
+		}
+		b.do("PUNSUBSCRIBE", "news.*")
+		admin.do("ACL", "SETUSER", "sub", "resetchannels", "&other")
+		if !waitClosed(a) {
+			t.Fatal("a subscriber to a revoked channel stayed connected")
+		}
+		if v := admin.do("PUBLISH", "other", "m"); v.Int != 1 {
+			t.Fatalf("the other subscriber was closed: %v", v)
+		}
+	})
+}
