@@ -33,7 +33,10 @@ warning each):
 
   --bind addr [addr ...]   addresses to listen on (default 127.0.0.1)
   --port n                 TCP port (default 6379; 0 disables)
-  --requirepass pass       password for AUTH (default none)
+  --requirepass pass       password for AUTH (default none): the default user's
+  --user "name rules..."   a user with Redis's ACL rules, e.g. "checker on >pw ~urls:*
+                           -@all +bf.exists" (repeatable; or user lines in the file)
+  --aclfile path           users in a file instead, for ACL LOAD and ACL SAVE
   --protected-mode yes|no  without a password, refuse clients that are not on the
                            loopback interface (default yes)
   --maxclients n           most connections at once (default 10000)
@@ -223,8 +226,8 @@ func (s *Server) logStart(file string) {
 	}
 	s.log.Info("settings", "dir", dir, "appendonly", yesNo(cfg.AppendOnly), "appendfsync", cfg.AppendFsync.String(),
 		"save", persist.FormatSave(cfg.Save), "bind", strings.Join(cfg.Bind, " "), "port", cfg.Port, "tls-port", cfg.TLSPort,
-		"password", yesNo(cfg.Requirepass != ""), "protected-mode", yesNo(cfg.ProtectedMode))
-	if exposed := protected.Exposed(cfg.Bind); len(exposed) > 0 && cfg.Requirepass == "" {
+		"password", yesNo(!s.defaultAuthed()), "users", len(s.acl.users.Names()), "protected-mode", yesNo(cfg.ProtectedMode))
+	if exposed := protected.Exposed(cfg.Bind); len(exposed) > 0 && s.defaultAuthed() {
 		if cfg.ProtectedMode {
 			s.log.Warn("bound beyond the loopback interface without a password: protected mode refuses every client not on loopback; set requirepass to serve them",
 				"bind", strings.Join(exposed, " "))
