@@ -99,6 +99,7 @@ func (us *Users) List() []string {
 }
 
 // ErrUsernameSpaces is Redis's error for a user name with a space or NUL byte.
+//
 //lint:ignore ST1005 Redis 7.0's wording, which clients match
 var ErrUsernameSpaces = errors.New("Usernames can't contain spaces or null characters")
 
@@ -151,6 +152,7 @@ func channelsRevoked(old, now *User) bool {
 }
 
 // ErrDeleteDefault is Redis's error for ACL DELUSER default.
+//
 //lint:ignore ST1005 Redis 7.0's wording, which clients match
 var ErrDeleteDefault = errors.New("The 'default' user cannot be removed")
 
