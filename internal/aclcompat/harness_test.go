@@ -25,6 +25,13 @@ func TestMain(m *testing.M) { redistest.Main(m) }
 // directory, and returns its address. mod may change the settings first.
 func startBloomd(t testing.TB, mod func(*server.Config)) string {
 	t.Helper()
+	_, addr := startBloomdServer(t, mod)
+	return addr
+}
+
+// startBloomdServer is startBloomd, returning the server too.
+func startBloomdServer(t testing.TB, mod func(*server.Config)) (*server.Server, string) {
+	t.Helper()
 	cfg := server.DefaultConfig()
 	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	cfg.Dir = t.TempDir()
@@ -49,7 +56,7 @@ func startBloomd(t testing.TB, mod func(*server.Config)) string {
 		}
 		<-served
 	})
-	return ln.Addr().String()
+	return s, ln.Addr().String()
 }
 
 // startRedis runs a redis-server 7.0 for one test (skipping it when Redis is not installed, see
