@@ -248,13 +248,13 @@ func TestUsersRegistry(t *testing.T) {
 		t.Error("change not seen through the account")
 	}
 	us.SetUser("alice", []string{"off"})
-	if len(closed) != 1 {
-		t.Errorf("turning a user off closed %v", closed)
+	if len(closed) != 0 || us.Authenticate("alice", []byte("pw")) != nil {
+		t.Errorf("off: closed %v", closed) // Redis 7.0 keeps the connections of a user turned off
 	}
 	if _, err := us.Delete([]string{"default"}); err != ErrDeleteDefault {
 		t.Error(err)
 	}
-	if n, _ := us.Delete([]string{"alice", "nobody"}); n != 1 || !a.Removed() {
+	if n, _ := us.Delete([]string{"alice", "nobody"}); n != 1 || !a.Removed() || len(closed) != 1 {
 		t.Error("Delete")
 	}
 	if got := us.Names(); len(got) != 1 || got[0] != "default" {

@@ -42,7 +42,8 @@ func DefaultSpec(name string, tr Traits) Spec {
 	if tr.Admin {
 		s.Categories |= CatAdmin | CatDangerous
 	}
-	if tr.Fast {
+	if tr.Fast || strings.HasSuffix(name, ".reserve") {
+		// RedisBloom under Redis 8 adds @fast to BF.RESERVE and CF.RESERVE explicitly.
 		s.Categories |= CatFast
 	} else {
 		s.Categories |= CatSlow

@@ -35,7 +35,7 @@ type Users struct {
 	mu sync.Mutex
 	m  map[string]*Account
 	// OnChange, if set, is called (without the registry's lock) with the accounts whose
-	// connections must be closed: users deleted, disabled, or replaced by ACL LOAD.
+	// connections must be closed: users deleted, or replaced by ACL LOAD.
 	OnChange func(closed []*Account)
 }
 
@@ -98,8 +98,8 @@ func (us *Users) List() []string {
 var ErrUsernameSpaces = errors.New("Usernames can't contain spaces or null characters")
 
 // SetUser applies rules to the user named name, creating it (off, no permissions) if missing,
-// as ACL SETUSER does: all rules apply or none. Connections of a user that SetUser turns off are
-// closed (OnChange).
+// as ACL SETUSER does: all rules apply or none. As in Redis 7.0, turning a user off stops new
+// authentications but leaves its connections open.
 func (us *Users) SetUser(name string, rules []string) error {
 	if hasSpaces(name) {
 		return ErrUsernameSpaces
@@ -119,12 +119,8 @@ func (us *Users) SetUser(name string, rules []string) error {
 		a = &Account{name: name}
 		us.m[name] = a
 	}
-	wasOn := a.User() != nil && a.User().Enabled()
 	a.cur.Store(v)
 	us.mu.Unlock()
-	if wasOn && !v.Enabled() && us.OnChange != nil {
-		us.OnChange([]*Account{a})
-	}
 	return nil
 }
 

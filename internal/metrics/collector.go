@@ -12,8 +12,11 @@ type ServerInfo struct {
 	CommandsProcessed                      int64
 	Keys, Expiring                         int64
 	ExpiredKeys, OOMRejections             int64
-	NetInputBytes, NetOutputBytes          int64 // bytes read from and written to clients
-	UsedMemory, MemoryLimit, MaxMemory     int64
+	// ACLDenied counts ACL denials by reason: "auth", "cmd", "key", "channel" (INFO's
+	// acl_access_denied_*).
+	ACLDenied                          map[string]int64
+	NetInputBytes, NetOutputBytes      int64 // bytes read from and written to clients
+	UsedMemory, MemoryLimit, MaxMemory int64
 	// Persistence holds INFO persistence's numeric fields by their Redis names
 	// (rdb_last_save_time, aof_current_size, aof_rewrites, ...).
 	Persistence map[string]float64
@@ -80,6 +83,7 @@ func NewCollector(src Source) *Collector {
 	d("bloomd_max_clients", "The maxclients setting.")
 	d("bloomd_connections_received_total", "Connections accepted since start.")
 	d("bloomd_connections_rejected_total", "Connections refused over maxclients since start.")
+	d("bloomd_acl_access_denied_total", "ACL denials since start, by reason: auth (failed AUTH or HELLO), cmd, key, channel.", "reason")
 	d("bloomd_commands_processed_total", "Commands run since start, every command together.")
 	d("bloomd_commands_total", "Calls of a command that ran, by command.", "cmd")
 	d("bloomd_commands_rejected_total", "Calls refused before they ran (arity, authentication, memory), by command.", "cmd")
@@ -139,6 +143,9 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	gauge("bloomd_max_clients", float64(info.MaxClients))
 	counter("bloomd_connections_received_total", float64(info.ConnectionsReceived))
 	counter("bloomd_connections_rejected_total", float64(info.ConnectionsDenied))
+	for _, r := range []string{"auth", "cmd", "key", "channel"} {
+		counter("bloomd_acl_access_denied_total", float64(info.ACLDenied[r]), r)
+	}
 	counter("bloomd_commands_processed_total", float64(info.CommandsProcessed))
 	counter("bloomd_net_input_bytes_total", float64(info.NetInputBytes))
 	counter("bloomd_net_output_bytes_total", float64(info.NetOutputBytes))

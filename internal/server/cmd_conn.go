@@ -1,8 +1,6 @@
 package server
 
 import (
-	"crypto/sha256"
-	"crypto/subtle"
 	"fmt"
 	"slices"
 	"strconv"
@@ -40,34 +38,14 @@ func pingCmd(c *Conn, args [][]byte) {
 
 func echoCmd(c *Conn, args [][]byte) { c.w.Bulk(args[1]) }
 
-// checkPassword compares pass with requirepass in time that depends on neither's content nor
-// length (both are hashed first).
-func (s *Server) checkPassword(pass []byte) bool {
-	want := sha256.Sum256([]byte(*s.requirepass.Load()))
-	got := sha256.Sum256(pass)
-	return subtle.ConstantTimeCompare(want[:], got[:]) == 1
-}
-
 const errWrongPass = "WRONGPASS invalid username-password pair or user is disabled."
-
-// authenticate checks a user name (nil for AUTH's one-argument form) and password. Only the
-// "default" user exists; without requirepass it takes any password, as Redis's nopass does.
-func (c *Conn) authenticate(user, pass []byte) bool {
-	if user != nil && string(user) != "default" {
-		return false
-	}
-	if *c.srv.requirepass.Load() == "" {
-		return true
-	}
-	return c.srv.checkPassword(pass)
-}
 
 func authCmd(c *Conn, args [][]byte) {
 	if len(args) > 3 {
 		c.w.Error(errSyntax)
 		return
 	}
-	if len(args) == 2 && *c.srv.requirepass.Load() == "" {
+	if len(args) == 2 && c.srv.acl.users.Default().User().NoPass() {
 		c.w.Error("ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?")
 		return
 	}
@@ -76,11 +54,9 @@ func authCmd(c *Conn, args [][]byte) {
 		user = args[1]
 	}
 	if !c.authenticate(user, args[len(args)-1]) {
-		c.srv.log.Debug("authentication failed", "client", c.addr)
-		c.w.Error(errWrongPass)
+		c.authFailed(args[0], user)
 		return
 	}
-	c.setAuthed(true)
 	c.w.OK()
 }
 
@@ -120,10 +96,9 @@ func helloCmd(c *Conn, args [][]byte) {
 	}
 	if authGiven {
 		if !c.authenticate(user, pass) {
-			c.w.Error(errWrongPass)
+			c.authFailed(args[0], user)
 			return
 		}
-		c.setAuthed(true)
 	}
 	if nameGiven {
 		if !validClientName(name) {
@@ -181,7 +156,8 @@ func resetCmd(c *Conn, args [][]byte) {
 	c.infoMu.Lock()
 	c.name = ""
 	c.infoMu.Unlock()
-	c.setAuthed(*c.srv.requirepass.Load() == "")
+	c.acct.Store(c.srv.acl.users.Default())
+	c.setAuthed(c.srv.defaultAuthed())
 	c.srv.stopMonitor(c)
 	c.cflags.Store(0)
 	c.w.Simple("RESET")
@@ -273,8 +249,12 @@ func (c *Conn) info(now time.Time) string {
 		cmd = cur.Name
 	}
 	idle := (now.UnixMilli() - c.lastActive.Load()) / 1000
-	return fmt.Sprintf("id=%d addr=%s laddr=%s name=%s age=%d idle=%d flags=%s db=0 cmd=%s user=default resp=%d lib-name=%s lib-ver=%s\n",
-		c.id, c.addr, c.laddr, name, int64(now.Sub(c.created).Seconds()), max(idle, 0), c.flagString(), cmd, c.proto.Load(), libName, libVer)
+	user := "default"
+	if a := c.acct.Load(); a != nil {
+		user = a.Name()
+	}
+	return fmt.Sprintf("id=%d addr=%s laddr=%s name=%s age=%d idle=%d flags=%s db=0 cmd=%s user=%s resp=%d lib-name=%s lib-ver=%s\n",
+		c.id, c.addr, c.laddr, name, int64(now.Sub(c.created).Seconds()), max(idle, 0), c.flagString(), cmd, user, c.proto.Load(), libName, libVer)
 }
 
 func (s *Server) clientList() []*Conn {
@@ -417,7 +397,7 @@ func clientKillCmd(c *Conn, args [][]byte) {
 	for _, o := range c.srv.liveClients() {
 		switch {
 		case id != 0 && o.id != id, addr != "" && o.addr != addr, laddr != "" && o.laddr != laddr,
-			user != "" && user != "default", typ != "" && !o.isType(typ), skipMe && o == c,
+			user != "" && (o.acct.Load() == nil || o.acct.Load().Name() != user), typ != "" && !o.isType(typ), skipMe && o == c,
 			maxAge != 0 && int64(now.Sub(o.created).Seconds()) < maxAge:
 			continue
 		}

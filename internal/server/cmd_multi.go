@@ -1,5 +1,7 @@
 package server
 
+import "github.com/bloomd/bloom/internal/acl"
+
 // Limits on one transaction's queue; past them the transaction is refused at EXEC.
 const (
 	maxQueued      = 1 << 20
@@ -75,6 +77,11 @@ func execCmd(c *Conn, args [][]byte) {
 	c.w.Array(len(m.cmds))
 	c.multiWrites = 1
 	for _, q := range m.cmds {
+		// Permissions may have changed since the command was queued: check again, as Redis.
+		if r, i := c.aclAllows(q.cmd, q.args); r != acl.Allowed {
+			c.execDenied(q.cmd, q.args, r, i)
+			continue
+		}
 		c.call(q.cmd, q.args)
 	}
 	if c.multiWrites == 2 {

@@ -2,6 +2,7 @@ package server
 
 import (
 	"fmt"
+	"github.com/bloomd/bloom/internal/acl"
 	"os"
 	"runtime"
 	"runtime/metrics"
@@ -175,6 +176,10 @@ func (s *Server) appendInfo(b []byte, sec string, c *Conn) []byte {
 		b = field(b, "total_error_replies", s.mstats.ErrorReplies())
 		b = field(b, "total_rejected_calls", s.mstats.RejectedCalls())
 		b = field(b, "oom_rejections", s.stats.oom.Load())
+		b = field(b, "acl_access_denied_auth", s.acl.denied[acl.DeniedAuth].Load())
+		b = field(b, "acl_access_denied_cmd", s.acl.denied[acl.DeniedCommand].Load())
+		b = field(b, "acl_access_denied_key", s.acl.denied[acl.DeniedKey].Load())
+		b = field(b, "acl_access_denied_channel", s.acl.denied[acl.DeniedChannel].Load())
 		b = s.repl.AppendStats(b)
 	case "replication":
 		b = s.repl.AppendInfo(b)
@@ -325,33 +330,29 @@ func (c *Conn) writeCommandInfo(cmd *Command) {
 	c.w.Int(int64(cmd.LastKey))
 	c.w.Int(int64(cmd.Step))
 	var cats []string
-	switch {
-	case cmd.Flags&FlagModule != 0:
-		// RedisBloom 2.6 registers no ACL categories (recorded in resp2-cf-command.txt).
-	case cmd.Flags&FlagWrite != 0:
-		cats = []string{"@write", "@keyspace"}
-	case cmd.Flags&FlagReadonly != 0:
-		cats = []string{"@read", "@keyspace"}
-	default:
-		cats = []string{"@connection"}
+	var specs []acl.KeySpec
+	if cmd.acl != nil {
+		cats, specs = cmd.acl.Categories.Names(), cmd.acl.KeySpecs
 	}
 	c.w.Set(len(cats))
 	for _, cat := range cats {
 		c.w.Simple(cat)
 	}
 	c.w.Set(0) // tips
-	if cmd.FirstKey > 0 {
-		c.w.Array(1)
-		c.w.Map(3)
-		c.w.BulkString("flags")
-		if cmd.Flags&FlagModule != 0 {
-			// Redis gives a module's legacy key range these flags, whatever the command does.
-			c.w.Set(3)
-			c.w.Simple("RW")
-			c.w.Simple("access")
-			c.w.Simple("update")
+	c.w.Array(len(specs))
+	for _, ks := range specs {
+		if ks.Notes != "" {
+			c.w.Map(4)
+			c.w.BulkString("notes")
+			c.w.BulkString(ks.Notes)
 		} else {
-			c.w.Set(0)
+			c.w.Map(3)
+		}
+		c.w.BulkString("flags")
+		flags := ks.Flags.Names()
+		c.w.Set(len(flags))
+		for _, f := range flags {
+			c.w.Simple(f)
 		}
 		c.w.BulkString("begin_search")
 		c.w.Map(2)
@@ -360,7 +361,7 @@ func (c *Conn) writeCommandInfo(cmd *Command) {
 		c.w.BulkString("spec")
 		c.w.Map(1)
 		c.w.BulkString("index")
-		c.w.Int(int64(cmd.FirstKey))
+		c.w.Int(int64(ks.Index))
 		c.w.BulkString("find_keys")
 		c.w.Map(2)
 		c.w.BulkString("type")
@@ -368,13 +369,11 @@ func (c *Conn) writeCommandInfo(cmd *Command) {
 		c.w.BulkString("spec")
 		c.w.Map(3)
 		c.w.BulkString("lastkey")
-		c.w.Int(int64(cmd.LastKey - cmd.FirstKey))
+		c.w.Int(int64(ks.LastKey))
 		c.w.BulkString("keystep")
-		c.w.Int(int64(cmd.Step))
+		c.w.Int(int64(ks.KeyStep))
 		c.w.BulkString("limit")
 		c.w.Int(0)
-	} else {
-		c.w.Array(0)
 	}
 	subs := sortedSubcommands(cmd)
 	c.w.Array(len(subs))

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"github.com/bloomd/bloom/internal/acl"
 	"io"
 	"log/slog"
 	"math"
@@ -22,15 +23,23 @@ import (
 // given as flags (--port 6380), in a config file (port 6380), and (the mutable ones) changed at
 // run time with CONFIG SET. The zero Config is not valid; start from DefaultConfig.
 type Config struct {
-	Bind            []string // addresses to listen on; default 127.0.0.1 (loopback only)
-	Port            int      // TCP port; 0 disables plain TCP
-	Requirepass     string   // password of the default user; "" means none
-	ProtectedMode   bool     // without a password, serve only loopback clients (package protected)
-	MaxClients      int      // most connections at once
-	MaxMemory       int64    // bytes of filters and keys; 0 means the machine's memory
-	Timeout         int      // seconds a client may stay idle; 0 means forever
-	Dir             string   // working directory for data files
-	TLSPort         int      // TLS port; 0 disables TLS
+	Bind        []string // addresses to listen on; default 127.0.0.1 (loopback only)
+	Port        int      // TCP port; 0 disables plain TCP
+	Requirepass string   // password of the default user; "" means none
+	// Users are the config file's "user NAME RULES..." lines (Redis's ACL rules; see
+	// internal/acl), applied at start. They cannot be combined with ACLFile.
+	Users []acl.Definition `json:"-"`
+	// ACLFile (aclfile), if set, is the file of users read at start and by ACL LOAD, written
+	// by ACL SAVE.
+	ACLFile string
+	// ACLLogMaxLen (acllog-max-len) is the most entries ACL LOG keeps.
+	ACLLogMaxLen    int
+	ProtectedMode   bool   // without a password, serve only loopback clients (package protected)
+	MaxClients      int    // most connections at once
+	MaxMemory       int64  // bytes of filters and keys; 0 means the machine's memory
+	Timeout         int    // seconds a client may stay idle; 0 means forever
+	Dir             string // working directory for data files
+	TLSPort         int    // TLS port; 0 disables TLS
 	TLSCertFile     string
 	TLSKeyFile      string
 	LogLevel        string // debug, verbose, notice, warning or nothing
@@ -101,6 +110,7 @@ func DefaultConfig() Config {
 
 		SlowlogLogSlowerThan: 10000,
 		SlowlogMaxLen:        128,
+		ACLLogMaxLen:         128,
 		MetricsBind:          "127.0.0.1",
 		MetricsMaxFilters:    1000,
 		Replication:          repl.DefaultConfig(),
@@ -131,6 +141,8 @@ var params = []param{
 	}},
 	{"port", false, func(c *Config) string { return strconv.Itoa(c.Port) }, intParam(func(c *Config) *int { return &c.Port }, 0, 65535)},
 	{"requirepass", true, func(c *Config) string { return c.Requirepass }, func(c *Config, v string) error { c.Requirepass = v; return nil }},
+	{"aclfile", false, func(c *Config) string { return c.ACLFile }, func(c *Config, v string) error { c.ACLFile = v; return nil }},
+	{"acllog-max-len", true, func(c *Config) string { return strconv.Itoa(c.ACLLogMaxLen) }, intParam(func(c *Config) *int { return &c.ACLLogMaxLen }, 0, math.MaxInt32)},
 	{"protected-mode", true, func(c *Config) string { return yesNo(c.ProtectedMode) }, yesNoParam(func(c *Config) *bool { return &c.ProtectedMode })},
 	{"maxclients", true, func(c *Config) string { return strconv.Itoa(c.MaxClients) }, intParam(func(c *Config) *int { return &c.MaxClients }, 1, math.MaxInt32)},
 	{"maxmemory", true, func(c *Config) string { return strconv.FormatInt(c.MaxMemory, 10) }, func(c *Config, v string) error {
@@ -313,6 +325,8 @@ func (c *Config) Validate() error {
 		return errors.New("server: maxmemory and timeout must not be negative")
 	case c.ProtoMaxBulkLen < 1<<20:
 		return errors.New("server: proto-max-bulk-len must be at least 1mb")
+	case len(c.Users) > 0 && c.ACLFile != "":
+		return errors.New("server: Configuring Redis with users defined in redis.conf and at the same setting an ACL file path is invalid. This setup is very likely to lead to configuration errors and security holes, please define either an ACL file or declare users directly in your redis.conf, but not both.")
 	}
 	if _, ok := logLevels[c.LogLevel]; !ok {
 		return fmt.Errorf("server: unknown loglevel %q", c.LogLevel)
@@ -376,6 +390,11 @@ func parseConfig(r io.Reader, name string, c *Config, depth int) error {
 		}
 		if why, ok := isRedisOnly(key); ok && !validSetting(key, value) {
 			c.ignore(fmt.Sprintf("%s line %d: ", name, n), key, why)
+			continue
+		}
+		if key == "user" {
+			// A user line keeps its words as they are: rules, not one value.
+			c.Users = append(c.Users, acl.Definition{Name: words[1], Rules: words[2:]})
 			continue
 		}
 		if key == "save" {

@@ -117,7 +117,6 @@ var redisOnly = map[string]string{
 	"latency-tracking-info-percentiles": "bloomd has no latency monitor",
 	"slowlog-log-slower-than":           "bloomd has no slow log",
 	"slowlog-max-len":                   "bloomd has no slow log",
-	"acllog-max-len":                    "bloomd has no ACL log",
 	"enable-protected-configs":          "bloomd has no protected configs",
 	"enable-debug-command":              "bloomd has no DEBUG command",
 	"enable-module-command":             "bloomd has no MODULE command",

@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/bloomd/bloom/internal/acl"
 	"github.com/bloomd/bloom/internal/pubsub"
 	"github.com/bloomd/bloom/internal/repl"
 	"github.com/bloomd/bloom/internal/resp"
@@ -54,11 +55,12 @@ type Conn struct {
 	created     time.Time
 
 	authed      bool
-	multi       *multiState  // non-nil between MULTI and EXEC/DISCARD
-	multiWrites int          // inside EXEC: 1 before the first journaled write, 2 after
-	inExclusive bool         // running alone: inside an exclusive command or runExclusive
-	wait        func() error // the journal's wait for this batch's latest write
-	quit        bool         // close once the replies are flushed
+	acct        atomic.Pointer[acl.Account] // the user; nil for internal connections, which may run anything
+	multi       *multiState                 // non-nil between MULTI and EXEC/DISCARD
+	multiWrites int                         // inside EXEC: 1 before the first journaled write, 2 after
+	inExclusive bool                        // running alone: inside an exclusive command or runExclusive
+	wait        func() error                // the journal's wait for this batch's latest write
+	quit        bool                        // close once the replies are flushed
 
 	lastCmd  *Command // the previous command, to skip the table lookup in a stream of one command
 	scratch  []int8   // per-item results of BF.MADD and friends
@@ -149,7 +151,8 @@ func (s *Server) initConn(c *Conn, src io.Reader) *Conn {
 	c.w.OnError = c.onError
 	c.proto.Store(2)
 	c.lastActive.Store(c.created.UnixMilli())
-	c.authed = *s.requirepass.Load() == ""
+	c.acct.Store(s.acl.users.Default())
+	c.authed = s.defaultAuthed()
 	c.rd.Unauthenticated = !c.authed
 	return c
 }
@@ -398,6 +401,10 @@ func (c *Conn) execute(args [][]byte) {
 	}
 	if !c.authed && cmd.Flags&FlagNoAuth == 0 {
 		c.rejectCmd(cmd, errNoAuth)
+		return
+	}
+	if r, i := c.aclAllows(cmd, args); r != acl.Allowed {
+		c.aclDenied(cmd, args, r, i)
 		return
 	}
 	if c.ps != nil && c.subs.Load() > 0 && c.w.Proto == 2 && !subscribedOK(cmd) {

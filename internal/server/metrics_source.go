@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/bloomd/bloom/internal/acl"
 	"github.com/bloomd/bloom/internal/metrics"
 	"github.com/bloomd/bloom/internal/web"
 	"github.com/bloomd/bloom/redisbloom"
@@ -32,12 +33,16 @@ func (s *Server) Info() metrics.ServerInfo {
 		Expiring:            int64(vol),
 		ExpiredKeys:         s.stats.expired.Load(),
 		OOMRejections:       s.stats.oom.Load(),
-		NetInputBytes:       s.stats.netIn.Load(),
-		NetOutputBytes:      s.stats.netOut.Load(),
-		UsedMemory:          s.ks.used.Load(),
-		MemoryLimit:         memLimit,
-		MaxMemory:           cfg.MaxMemory,
-		Persistence:         map[string]float64{},
+		ACLDenied: map[string]int64{
+			"auth": s.acl.denied[acl.DeniedAuth].Load(), "cmd": s.acl.denied[acl.DeniedCommand].Load(),
+			"key": s.acl.denied[acl.DeniedKey].Load(), "channel": s.acl.denied[acl.DeniedChannel].Load(),
+		},
+		NetInputBytes:  s.stats.netIn.Load(),
+		NetOutputBytes: s.stats.netOut.Load(),
+		UsedMemory:     s.ks.used.Load(),
+		MemoryLimit:    memLimit,
+		MaxMemory:      cfg.MaxMemory,
+		Persistence:    map[string]float64{},
 	}
 	numeric := func(section string, into map[string]float64) []string {
 		lines := strings.Split(string(s.appendInfo(nil, section, nil)), "\r\n")
@@ -203,9 +208,25 @@ func (s *Server) Filter(name string) (metrics.Filter, bool) {
 	return filterOf(name, bv), true
 }
 
-// Password returns requirepass, which the metrics endpoint and the page ask for as HTTP basic
-// auth (user "default").
-func (s *Server) Password() string { return *s.requirepass.Load() }
+// Authorize lets an HTTP client read the metrics and the page when the default user needs no
+// password (as a connection is then authenticated at once), or when its basic-auth user name
+// and password authenticate a user that may run INFO.
+func (s *Server) Authorize(user, pass string, given bool) bool {
+	if s.defaultAuthed() {
+		return true
+	}
+	if !given {
+		return false
+	}
+	a := s.acl.users.Authenticate(user, []byte(pass))
+	if a == nil {
+		s.acl.denied[acl.DeniedAuth].Add(1)
+		return false
+	}
+	info := s.mux.Lookup([]byte("info"))
+	r, _ := a.User().Check(info.acl, [][]byte{[]byte("info")})
+	return r == acl.Allowed
+}
 
 // ServeMetrics serves /metrics and the page on ln until the server shuts down.
 func (s *Server) ServeMetrics(ln net.Listener) {

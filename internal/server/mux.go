@@ -3,6 +3,7 @@ package server
 import (
 	"fmt"
 
+	"github.com/bloomd/bloom/internal/acl"
 	"github.com/bloomd/bloom/internal/metrics"
 	"slices"
 	"strings"
@@ -59,6 +60,7 @@ type Command struct {
 	Subcommands map[string]*Command
 
 	stats *metrics.Command // what INFO commandstats reports; set by the Server
+	acl   *acl.Command     // the command in the ACL table; set by the Server
 }
 
 // A Mux is a command table: it maps command names, case-insensitively, to Commands, in the

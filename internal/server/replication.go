@@ -96,6 +96,7 @@ func (s *Server) startRepl(cfg *Config) {
 	s.repl = repl.New(replHost{s}, replConfig(cfg), s.log)
 	s.applier = s.newConn(nil)
 	s.applier.authed = true
+	s.applier.acct.Store(nil) // no user: the primary's stream runs whatever it sends
 	s.applier.replApplier = true
 	s.minReplicas.Store(cfg.Replication.MinReplicasToWrite > 0)
 }

@@ -39,6 +39,7 @@ type Server struct {
 	cfg   Config // under cfgMu; the fields below mirror the mutable settings for the hot path
 
 	requirepass atomic.Pointer[string]
+	acl         aclState
 	protected   atomic.Bool  // protected-mode
 	maxmemory   atomic.Int64 // the configured limit, 0 if none
 	maxclients  atomic.Int64
@@ -126,7 +127,11 @@ func New(cfg Config) (*Server, error) {
 	registerReplication(s.mux)
 	s.runID = newRunID()
 	registerStatsCommands(s.mux)
+	registerACL(s.mux)
 	s.attachStats()
+	if err := s.initACL(&cfg); err != nil {
+		return nil, err
+	}
 	s.startRepl(&cfg)
 	if loopsSupported {
 		if err := s.startLoops(cfg.EventLoops); err != nil {
@@ -147,7 +152,13 @@ func New(cfg Config) (*Server, error) {
 // server not yet shared).
 func (s *Server) applyConfig(c *Config) {
 	pass := c.Requirepass
+	if old := s.requirepass.Load(); old != nil && *old != pass && s.acl.users != nil {
+		s.acl.users.SetDefaultPassword(pass) // requirepass is the default user's password
+	}
 	s.requirepass.Store(&pass)
+	if s.acl.log != nil {
+		s.acl.log.SetMaxLen(c.ACLLogMaxLen)
+	}
 	s.protected.Store(c.ProtectedMode)
 	s.maxmemory.Store(c.MaxMemory)
 	s.maxclients.Store(int64(c.MaxClients))
@@ -329,7 +340,7 @@ func (s *Server) accept(nc net.Conn) {
 		return
 	}
 	s.stats.conns.Add(1)
-	if protected.Refuse(nc.RemoteAddr(), s.protected.Load(), *s.requirepass.Load() != "") {
+	if protected.Refuse(nc.RemoteAddr(), s.protected.Load(), !s.acl.users.Default().User().NoPass()) {
 		s.stats.rejected.Add(1)
 		go func() {
 			defer s.wg.Done()
@@ -554,6 +565,7 @@ func (s *Server) internalConn() *Conn {
 	if s.internal == nil {
 		c := s.newConn(nil)
 		c.authed = true
+		c.acct.Store(nil)    // no user: may run anything, as Redis's internal clients
 		c.replApplier = true // loads data files: exempt from replication's rules, like the stream
 		s.internal = c
 	}

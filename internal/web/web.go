@@ -1,7 +1,6 @@
 package web
 
 import (
-	"crypto/subtle"
 	"embed"
 	"encoding/json"
 	"io/fs"
@@ -30,8 +29,9 @@ type Source interface {
 	Filters(query string, offset, limit int) ([]metrics.Filter, int)
 	// Filter returns the named filter.
 	Filter(name string) (metrics.Filter, bool)
-	// Password returns the password HTTP clients must give (user "default"), or "".
-	Password() string
+	// Authorize reports whether a request with these basic-auth credentials (given is false
+	// for a request without any) may read the metrics and the page.
+	Authorize(user, pass string, given bool) bool
 }
 
 // A Handler serves the metrics port. Close stops its sampler.
@@ -65,15 +65,12 @@ func NewHandler(src Source) *Handler {
 // Close stops the sampler. The handler still serves.
 func (h *Handler) Close() { h.once.Do(func() { close(h.stop) }) }
 
-// ServeHTTP checks basic auth when a password is set, then serves.
+// ServeHTTP checks basic auth (Source.Authorize), then serves.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if pass := h.src.Password(); pass != "" {
-		user, got, ok := r.BasicAuth()
-		if !ok || user != "default" || subtle.ConstantTimeCompare([]byte(got), []byte(pass)) != 1 {
-			w.Header().Set("WWW-Authenticate", `Basic realm="bloomd", charset="UTF-8"`)
-			http.Error(w, "bloomd: give user default and the server's password (requirepass)", http.StatusUnauthorized)
-			return
-		}
+	if user, pass, ok := r.BasicAuth(); !h.src.Authorize(user, pass, ok) {
+		w.Header().Set("WWW-Authenticate", `Basic realm="bloomd", charset="UTF-8"`)
+		http.Error(w, "bloomd: give the user name and password of a user allowed to run INFO", http.StatusUnauthorized)
+		return
 	}
 	w.Header().Set("Content-Security-Policy", "default-src 'self'; style-src 'self'; img-src 'self' data:")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
