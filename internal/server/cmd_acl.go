@@ -227,7 +227,12 @@ func registerACL(mx *Mux) {
 		"WHOAMI",
 		"    Return the current connection username.",
 		"HELP",
-		"    Print this help."))
+		"    Prints this help."))
+}
+
+// subcommandSyntax is Redis's error for a subcommand given too many arguments.
+func subcommandSyntax(args [][]byte) string {
+	return "ERR unknown subcommand or wrong number of arguments for '" + cString(args[1], 128) + "'. Try " + strings.ToUpper(string(args[0])) + " HELP."
 }
 
 func aclSetUserCmd(c *Conn, args [][]byte) {
@@ -312,7 +317,7 @@ func aclWhoAmICmd(c *Conn, args [][]byte) {
 
 func aclCatCmd(c *Conn, args [][]byte) {
 	if len(args) > 3 {
-		c.w.Error(arityError("acl|cat"))
+		c.w.Error(subcommandSyntax(args))
 		return
 	}
 	if len(args) == 2 {
@@ -339,7 +344,7 @@ const genpassMaxBits = 4096
 
 func aclGenPassCmd(c *Conn, args [][]byte) {
 	if len(args) > 3 {
-		c.w.Error(arityError("acl|genpass"))
+		c.w.Error(subcommandSyntax(args))
 		return
 	}
 	bits := int64(256)
@@ -363,7 +368,7 @@ func aclGenPassCmd(c *Conn, args [][]byte) {
 
 func aclLogCmd(c *Conn, args [][]byte) {
 	if len(args) > 3 {
-		c.w.Error(arityError("acl|log"))
+		c.w.Error(subcommandSyntax(args))
 		return
 	}
 	count := int64(10)
