@@ -235,7 +235,8 @@ func TestACLGrid(t *testing.T) {
 // the queued replies and EXEC's outcome must match.
 func compareMulti(t *testing.T, p pair, user string) {
 	t.Helper()
-	for _, cmd := range [][]string{{"MULTI"}, {"GET", "urls:1"}, {"SET", "logs:1", "v"}, {"FLUSHALL"}, {"EXEC"}} {
+	for _, cmd := range [][]string{{"MULTI"}, {"GET", "urls:1"}, {"SET", "logs:1", "v"}, {"FLUSHALL"}, {"EXEC"},
+		{"MULTI"}, {"EXEC", "extra"}, {"EXEC"}} {
 		rv, rerr := p.redis.send(cmd...)
 		bv, berr := p.bloomd.send(cmd...)
 		if r, b := multiOutcome(rv, rerr), multiOutcome(bv, berr); r != b {
