@@ -52,10 +52,19 @@ func TestSentinelACLUsers(t *testing.T) {
 		"masteruser replica-user", "masterauth replica-pass")
 	addACLUsers(t, replica)
 	eventually(t, 15*time.Second, "the replica logs in as replica-user and syncs", func() bool { return info(replica, "master_link_status") == "up" })
-	clients, err := primary.Do("CLIENT", "LIST")
-	if err != nil || !strings.Contains(clients, " user=replica-user ") {
-		t.Errorf("the primary's CLIENT LIST shows no connection of replica-user: %v\n%s", err, clients)
+	// A replica with the wrong password is refused, and the primary logs the failed login of
+	// replica-user: replicas log in as masteruser.
+	wrong := startBloomdAuth(t, adminPass, "replicaof "+strings.Replace(primary.Addr, ":", " ", 1),
+		"masteruser replica-user", "masterauth wrong-pass")
+	eventually(t, 15*time.Second, "the primary logs the refused login of replica-user", func() bool {
+		log := aclDenials(t, primary)
+		return strings.Contains(log, "\nreason\nauth\n") && strings.Contains(log, "\nusername\nreplica-user\n")
+	})
+	if got := info(wrong, "master_link_status"); got != "down" {
+		t.Errorf("a replica with the wrong masterauth: master_link_status %q", got)
 	}
+	wrong.Close()
+	primary.Do("ACL", "LOG", "RESET")
 
 	s := startSentinel(t, primary.Addr, 1,
 		"sentinel down-after-milliseconds mymaster 2000",
@@ -69,7 +78,7 @@ func TestSentinelACLUsers(t *testing.T) {
 	if flags := sentinelField(s, "flags"); flags != "master" {
 		t.Errorf("Sentinel's flags for the primary: %q", flags)
 	}
-	clients, _ = primary.Do("CLIENT", "LIST")
+	clients, _ := primary.Do("CLIENT", "LIST")
 	if !strings.Contains(clients, " user=sentinel-user ") {
 		t.Errorf("the primary's CLIENT LIST shows no connection of sentinel-user:\n%s", clients)
 	}
