@@ -90,6 +90,30 @@ func TestACLFile(t *testing.T) {
 		}
 		admin.must("ACL", "LOAD")
 	}
+
+	// What a connection logged in as a user sees after ACL LOAD: the same file again, then one
+	// that changes the user, then one without it.
+	for _, content := range []string{
+		"user app on >pw ~* +@all\n",
+		"user app on >pw ~other:* +@all\n",
+		"user default on nopass ~* &* +@all\n",
+	} {
+		for _, f := range []string{rfile, bfile} {
+			os.WriteFile(f, []byte("user app on >pw ~* +@all\n"), 0o600)
+		}
+		admin.must("ACL", "LOAD")
+		p := dialPair(t, redisAddr, bloomdAddr)
+		p.must("AUTH", "app", "pw")
+		for _, f := range []string{rfile, bfile} {
+			os.WriteFile(f, []byte(content), 0o600)
+		}
+		admin.must("ACL", "LOAD")
+		rv, rerr := p.redis.send("GET", "app:1")
+		bv, berr := p.bloomd.send("GET", "app:1")
+		if r, b := outcome(rv, rerr), outcome(bv, berr); r != b {
+			t.Errorf("a connection of app after ACL LOAD of %q: redis %s, bloomd %s", content, r, b)
+		}
+	}
 }
 
 // usersState describes a server's users: their names, their ACL LIST lines without the command
