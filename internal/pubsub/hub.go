@@ -240,29 +240,3 @@ func (h *Hub) NumPat() int {
 	defer h.mu.RUnlock()
 	return len(h.patterns)
 }
-
-// Refused returns the subscribers that hold a subscription keep refuses: keep is called with
-// the subscriber and each channel it is subscribed to (pattern false) or each pattern (pattern
-// true), under the Hub's lock, so it must not call back into the Hub. It is safe to call from
-// any goroutine; the server uses it to close the connections whose user may no longer use a
-// channel they listen to.
-func (h *Hub) Refused(keep func(sub Subscriber, name []byte, pattern bool) bool) []Subscriber {
-	h.mu.RLock()
-	defer h.mu.RUnlock()
-	seen := map[*Client]bool{}
-	var out []Subscriber
-	for _, t := range []struct {
-		m       map[string]map[*Client]struct{}
-		pattern bool
-	}{{h.channels, false}, {h.patterns, true}} {
-		for name, set := range t.m {
-			for cl := range set {
-				if !seen[cl] && !keep(cl.sub, []byte(name), t.pattern) {
-					seen[cl] = true
-					out = append(out, cl.sub)
-				}
-			}
-		}
-	}
-	return out
-}

@@ -244,7 +244,6 @@ func aclSetUserCmd(c *Conn, args [][]byte) {
 		c.w.Error("ERR " + err.Error())
 		return
 	}
-	c.srv.closeRefusedSubscribers(string(args[2]))
 	c.w.OK()
 }
 

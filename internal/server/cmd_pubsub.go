@@ -234,20 +234,3 @@ func (c *Conn) isType(typ string) bool {
 	}
 	return false
 }
-
-// closeRefusedSubscribers closes the subscribed connections of user name that listen to a
-// channel or pattern the user may no longer use, as Redis does after ACL SETUSER
-// (ACLKillPubsubClientsIfNeeded).
-func (s *Server) closeRefusedSubscribers(name string) {
-	a := s.acl.users.Get(name)
-	if a == nil {
-		return
-	}
-	u := a.User()
-	for _, sub := range s.hub.Refused(func(sub pubsub.Subscriber, ch []byte, pattern bool) bool {
-		c, ok := sub.(*Conn)
-		return !ok || c.acct.Load() != a || u.CheckChannel(ch, pattern)
-	}) {
-		sub.(*Conn).kill()
-	}
-}
