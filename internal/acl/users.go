@@ -37,6 +37,10 @@ type Users struct {
 	// OnChange, if set, is called (without the registry's lock) with the accounts whose
 	// connections must be closed: users deleted, or replaced by ACL LOAD.
 	OnChange func(closed []*Account)
+	// OnChannelsRevoked, if set, is called (without the registry's lock) when SetUser takes
+	// channel permissions away from an existing user, so that its subscribed connections can be
+	// checked against the new rules, as Redis 7.0 does.
+	OnChannelsRevoked func(a *Account, now *User)
 }
 
 // NewUsers returns a registry holding only the default user (on, nopass, ~* &* +@all).
@@ -119,9 +123,30 @@ func (us *Users) SetUser(name string, rules []string) error {
 		a = &Account{name: name}
 		us.m[name] = a
 	}
+	old := a.User()
 	a.cur.Store(v)
 	us.mu.Unlock()
+	if old != nil && us.OnChannelsRevoked != nil && channelsRevoked(old, v) {
+		us.OnChannelsRevoked(a, v)
+	}
 	return nil
+}
+
+// channelsRevoked reports whether now may lack a channel permission that old had: now does not
+// allow every channel and its patterns do not include all of old's (Redis's test).
+func channelsRevoked(old, now *User) bool {
+	if now.allChannels {
+		return false
+	}
+	if old.allChannels {
+		return true
+	}
+	for _, c := range old.channels {
+		if !slices.Contains(now.channels, c) {
+			return true
+		}
+	}
+	return false
 }
 
 // ErrDeleteDefault is Redis's error for ACL DELUSER default.

@@ -46,6 +46,26 @@ func (h *Hub) NewClient(sub Subscriber) *Client {
 	return &Client{hub: h, sub: sub, channels: map[string]struct{}{}, patterns: map[string]struct{}{}}
 }
 
+// Subscriber returns the subscriber the client was made for.
+func (cl *Client) Subscriber() Subscriber { return cl.sub }
+
+// Each calls fn for every subscription of every client (pattern is set for a PSUBSCRIBE
+// pattern), under the hub's read lock: fn must not subscribe or publish.
+func (h *Hub) Each(fn func(cl *Client, name string, pattern bool)) {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	for name, set := range h.channels {
+		for cl := range set {
+			fn(cl, name, false)
+		}
+	}
+	for name, set := range h.patterns {
+		for cl := range set {
+			fn(cl, name, true)
+		}
+	}
+}
+
 // Count returns the number of channels and patterns the client is subscribed to. A client
 // with a non-zero count is in Redis's "subscribed" state.
 func (cl *Client) Count() int { return len(cl.channels) + len(cl.patterns) }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/bloomd/bloom/internal/acl"
+	"github.com/bloomd/bloom/internal/pubsub"
 	"github.com/bloomd/bloom/internal/resp"
 )
 
@@ -52,6 +53,7 @@ func (s *Server) initACL(cfg *Config) error {
 	}
 	s.acl.users = acl.NewUsers(s.acl.tab)
 	s.acl.users.OnChange = s.closeAccounts
+	s.acl.users.OnChannelsRevoked = s.closeRevokedSubscribers
 	s.acl.log = acl.NewLog(cfg.ACLLogMaxLen)
 	s.acl.file = cfg.ACLFile
 	s.acl.users.SetDefaultPassword(cfg.Requirepass)
@@ -69,6 +71,26 @@ func (s *Server) initACL(cfg *Config) error {
 		}
 	}
 	return nil
+}
+
+// configUserLines returns the user lines CONFIG REWRITE writes, as Redis does when there is no
+// aclfile (nil when there is one: the users live there): every user as ACL LIST shows it, but
+// the default user when it is just what requirepass makes it.
+func (s *Server) configUserLines() []string {
+	if s.acl.file != "" {
+		return nil
+	}
+	plain := s.acl.tab.NewDefaultUser()
+	if pass := *s.requirepass.Load(); pass != "" {
+		plain, _ = plain.SetUser([]string{"resetpass", ">" + pass})
+	}
+	out := []string{}
+	for _, l := range s.acl.users.List() {
+		if l != "user default "+plain.Describe() {
+			out = append(out, l)
+		}
+	}
+	return out
 }
 
 func definesDefault(defs []acl.Definition) bool {
@@ -90,6 +112,20 @@ func (s *Server) closeAccounts(gone []*acl.Account) {
 				break
 			}
 		}
+	}
+}
+
+// closeRevokedSubscribers closes the connections of a that are subscribed to a channel or
+// pattern its user may no longer use, as Redis 7.0 does when ACL SETUSER revokes channels.
+func (s *Server) closeRevokedSubscribers(a *acl.Account, u *acl.User) {
+	var kill []*Conn
+	s.hub.Each(func(cl *pubsub.Client, name string, pattern bool) {
+		if o, ok := cl.Subscriber().(*Conn); ok && o.acct.Load() == a && !u.CheckChannel([]byte(name), pattern) {
+			kill = append(kill, o)
+		}
+	})
+	for _, o := range kill {
+		o.kill()
 	}
 }
 

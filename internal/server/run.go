@@ -216,8 +216,8 @@ func (s *Server) logStart(file string) {
 	}
 	s.log.Info("settings", "dir", dir, "appendonly", yesNo(cfg.AppendOnly), "appendfsync", cfg.AppendFsync.String(),
 		"save", persist.FormatSave(cfg.Save), "bind", strings.Join(cfg.Bind, " "), "port", cfg.Port, "tls-port", cfg.TLSPort,
-		"password", yesNo(cfg.Requirepass != ""), "protected-mode", yesNo(cfg.ProtectedMode))
-	if exposed := protected.Exposed(cfg.Bind); len(exposed) > 0 && cfg.Requirepass == "" {
+		"password", yesNo(!s.defaultAuthed()), "users", len(s.acl.users.Names()), "protected-mode", yesNo(cfg.ProtectedMode))
+	if exposed := protected.Exposed(cfg.Bind); len(exposed) > 0 && s.defaultAuthed() {
 		if cfg.ProtectedMode {
 			s.log.Warn("bound beyond the loopback interface without a password: protected mode refuses every client not on loopback; set requirepass to serve them",
 				"bind", strings.Join(exposed, " "))
