@@ -142,9 +142,11 @@ func TestExporterUser(t *testing.T) {
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	for reason, n := range want {
-		if got, line := deniedSample(string(body), reason); got != n {
+		got, line := deniedSample(string(body), reason)
+		if got != n {
 			t.Errorf("bloomd's /metrics: acl_access_denied for %s is %q (%q), want %s", reason, got, line, n)
 		}
+		t.Logf("bloomd's /metrics: %s", line)
 	}
 }
 
