@@ -19,6 +19,7 @@ func TestACLConnectionEffects(t *testing.T) {
 	admin := dialPair(t, redisAddr, bloomdAddr)
 	admin.must("ACL", "SETUSER", "admin", "on", ">adminpw", "~*", "&*", "+@all")
 	admin.must("AUTH", "admin", "adminpw")
+	admin.must("ACL", "LOG", "RESET")
 
 	steps := []struct {
 		name   string
@@ -103,6 +104,9 @@ func TestACLConnectionEffects(t *testing.T) {
 	}
 	// The admin's own connection is untouched by all this.
 	admin.must("PING")
+	if n := compareLogs(t, admin, "the changes of users with open connections"); n == 0 {
+		t.Error("the denials left no ACL LOG entries")
+	}
 }
 
 // readWithin reads one message within the deadline already set; a timeout is reported as
