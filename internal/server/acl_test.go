@@ -250,6 +250,9 @@ func TestACLConfigUsers(t *testing.T) {
 	if v := d.do("CLIENT", "LIST"); !strings.Contains(v.Text(), " user=checker ") || !strings.Contains(v.Text(), " user=loader ") {
 		t.Fatal(v)
 	}
+	if v := d.do("CLIENT", "KILL", "USER", "loader"); v.Int != 1 || !waitClosed(l) {
+		t.Fatalf("CLIENT KILL USER: %v", v)
+	}
 
 	// user lines and aclfile together are refused, as Redis refuses them.
 	cfg.ACLFile = "users.acl"

@@ -452,9 +452,7 @@ func aclDryRunCmd(c *Conn, args [][]byte) {
 	cargs := args[3:]
 	cmd := c.srv.mux.Lookup(cargs[0])
 	if cmd != nil && cmd.Subcommands != nil && len(cargs) >= 2 {
-		if sub := cmd.Subcommands[strings.ToLower(string(cargs[1]))]; sub != nil {
-			cmd = sub
-		}
+		cmd = cmd.Subcommands[strings.ToLower(string(cargs[1]))] // nil if no such subcommand, as in Redis
 	}
 	if cmd == nil || cmd.acl == nil {
 		c.w.Error("ERR Command '" + string(cargs[0]) + "' not found")

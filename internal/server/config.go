@@ -533,6 +533,15 @@ func ParseArgs(args []string) (Config, string, error) {
 			}
 			value = strings.Join(vals, " ")
 		}
+		if strings.EqualFold(name, "user") {
+			// --user "NAME RULES..." (one argument) or --user NAME RULES..., as redis-server takes it.
+			words := strings.Fields(value)
+			if len(words) == 0 {
+				return c, file, errors.New("server: --user needs a user name")
+			}
+			c.Users = append(c.Users, acl.Definition{Name: words[0], Rules: words[1:]})
+			continue
+		}
 		if why, ok := isRedisOnly(name); ok && !validSetting(name, value) {
 			c.ignore("--", strings.ToLower(name), why)
 			continue

@@ -23,7 +23,9 @@
 // pipelined batch either way.
 //
 // A request is looked up in the command table (a Mux: name, arity, flags, key positions),
-// checked for authentication and memory (deny-oom commands are refused over maxmemory), queued if
+// checked for authentication, for the user's permissions (internal/acl: Redis 7.0's ACL users,
+// rules and NOPERM errors; the default user's +@all ~* &* costs one flag test) and for memory
+// (deny-oom commands are refused over maxmemory), queued if
 // a MULTI is open, and otherwise run by its handler, which writes its reply. Steady-state
 // requests allocate nothing (TestHotPathAllocs, TestLoopAllocs).
 //

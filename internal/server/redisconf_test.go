@@ -61,6 +61,10 @@ func TestRedisConfErrors(t *testing.T) {
 	if err != nil || cfg.Port != 7002 || !slices.Equal(ignoredNames(cfg), []string{"daemonize"}) {
 		t.Fatalf("--daemonize: %v %q", err, cfg.ignored)
 	}
+	if c, _, err := ParseArgs([]string{"--user", "alice on >pw ~* +@all", "--user", "bob", "on", "nopass"}); err != nil || len(c.Users) != 2 ||
+		c.Users[0].Name != "alice" || strings.Join(c.Users[0].Rules, " ") != "on >pw ~* +@all" || strings.Join(c.Users[1].Rules, " ") != "on nopass" {
+		t.Errorf("--user: %+v %v", c.Users, err)
+	}
 	if _, _, err := ParseArgs([]string{"--prot", "1"}); err == nil || err.Error() != "server: unknown setting --prot; did you mean --port? (bloomd --help lists every setting)" {
 		t.Fatalf("--prot: %v", err)
 	}

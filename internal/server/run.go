@@ -33,7 +33,10 @@ warning each):
 
   --bind addr [addr ...]   addresses to listen on (default 127.0.0.1)
   --port n                 TCP port (default 6379; 0 disables)
-  --requirepass pass       password for AUTH (default none)
+  --requirepass pass       password for AUTH (default none): the default user's
+  --user "name rules..."   a user with Redis's ACL rules, e.g. "checker on >pw ~urls:*
+                           -@all +bf.exists" (repeatable; or user lines in the file)
+  --aclfile path           users in a file instead, for ACL LOAD and ACL SAVE
   --protected-mode yes|no  without a password, refuse clients that are not on the
                            loopback interface (default yes)
   --maxclients n           most connections at once (default 10000)
