@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/bloomd/bloom/internal/resp"
+	"github.com/bloomd/bloom/internal/server"
 )
 
 // TestACLConnectionEffects changes users that have open connections, on Redis and on bloomd
@@ -13,9 +14,23 @@ import (
 // a user switched off, given a new password, or reset; a user whose commands, keys or channels
 // change sees the change on its next command, including inside a transaction queued before the
 // change and a subscription made before it.
+//
+// bloomd serves connections on event loops or with a goroutine each (io-threads -1); closing
+// another connection differs between the two, so both are tried.
 func TestACLConnectionEffects(t *testing.T) {
+	for _, mode := range []struct {
+		name  string
+		loops int
+	}{{"event loops", 0}, {"goroutines", -1}} {
+		t.Run(mode.name, func(t *testing.T) {
+			testACLConnectionEffects(t, func(c *server.Config) { c.EventLoops = mode.loops })
+		})
+	}
+}
+
+func testACLConnectionEffects(t *testing.T, mod func(*server.Config)) {
 	redisAddr := startRedis(t)
-	bloomdAddr := startBloomd(t, nil)
+	bloomdAddr := startBloomd(t, mod)
 	admin := dialPair(t, redisAddr, bloomdAddr)
 	admin.must("ACL", "SETUSER", "admin", "on", ">adminpw", "~*", "&*", "+@all")
 	admin.must("AUTH", "admin", "adminpw")

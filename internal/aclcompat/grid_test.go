@@ -54,6 +54,10 @@ var keyedCommands = [][]string{
 	{"EXPIRE", "{k}", "1000"},
 	{"TTL", "{k}"},
 	{"STRLEN", "{k}"},
+	{"PTTL", "{k}"},
+	{"PERSIST", "{k}"},
+	{"UNLINK", "{k}"},
+	{"MEMORY", "USAGE", "{k}"},
 }
 
 // globalCommands take no key (or one fixed key); they run once per user. Each changes
@@ -79,6 +83,21 @@ var globalCommands = [][]string{
 	{"SAVE"},
 	{"FLUSHDB"},
 	{"FLUSHALL"},
+	{"SELECT", "0"},
+	{"TIME"},
+	{"LASTSAVE"},
+	{"ROLE"},
+	{"COMMAND", "COUNT"},
+	{"SLOWLOG", "LEN"},
+	{"LATENCY", "LATEST"},
+	{"PUBSUB", "CHANNELS"},
+	{"ACL", "CAT"},
+	{"ACL", "GETUSER", "default"},
+	{"CLIENT", "INFO"},
+	{"HELLO"},
+	{"HELLO", "2"},
+	{"AUTH", "nosuchuser", "x"},
+	{"DISCARD"},
 }
 
 // dryrunOnly are checked with ACL DRYRUN only: running them would end the test.
