@@ -80,6 +80,8 @@ var globalCommands = [][]string{
 	{"PUBLISH", "other", "m"},
 	{"ACL", "WHOAMI"},
 	{"ACL", "LIST"},
+	{"ACL", "DRYRUN", "checker", "GET", "urls:1"},
+	{"ACL", "LOG"},
 	{"SAVE"},
 	{"FLUSHDB"},
 	{"FLUSHALL"},
