@@ -148,7 +148,7 @@ type Command struct {
 	ID     int
 	Parent *Command
 	Subs   []*Command // sorted by name
-	// GetFlag marks SET, whose key is also read when a GET argument is given.
+	// setGet marks SET, whose key is also read when a GET argument is given.
 	setGet bool
 }
 

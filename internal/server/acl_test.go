@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"github.com/bloomd/bloom/internal/acl"
 	"github.com/bloomd/bloom/internal/redistest"
 	"github.com/bloomd/bloom/internal/resp"
+	"github.com/redis/go-redis/v9"
 )
 
 // mapOf turns a flat RESP2 array of key/value pairs (ACL LOG entries, GETUSER) into a map.
@@ -415,4 +417,32 @@ func TestACLRevokedChannelsCloseSubscribers(t *testing.T) {
 			t.Fatalf("the other subscriber was closed: %v", v)
 		}
 	})
+}
+
+// TestACLGoRedisUsername: go-redis's Username logs in as an ACL user (HELLO AUTH in RESP3, AUTH
+// in RESP2), and a denial reaches the application as Redis's NOPERM error.
+func TestACLGoRedisUsername(t *testing.T) {
+	s := startServer(t, func(c *Config) {
+		c.Users = []acl.Definition{{Name: "loader", Rules: []string{"on", ">lpw", "~jobs:*", "-@all", "+@bloom", "+ping"}}}
+	})
+	ctx := context.Background()
+	for _, proto := range []int{2, 3} {
+		rdb := redis.NewClient(&redis.Options{Addr: s.addr(), Protocol: proto, Username: "loader", Password: "lpw", DialTimeout: 5 * time.Second})
+		t.Cleanup(func() { rdb.Close() })
+		if err := rdb.BFAdd(ctx, "jobs:1", "x").Err(); err != nil {
+			t.Fatalf("RESP%d: %v", proto, err)
+		}
+		err := rdb.BFAdd(ctx, "other", "x").Err()
+		if err == nil || err.Error() != "NOPERM this user has no permissions to access one of the keys used as arguments" {
+			t.Fatalf("RESP%d: %v", proto, err)
+		}
+		if err := rdb.Get(ctx, "jobs:1").Err(); err == nil || !strings.HasPrefix(err.Error(), "NOPERM this user has no permissions to run the 'get' command") {
+			t.Fatalf("RESP%d: %v", proto, err)
+		}
+		bad := redis.NewClient(&redis.Options{Addr: s.addr(), Protocol: proto, Username: "loader", Password: "no", DialTimeout: 5 * time.Second})
+		t.Cleanup(func() { bad.Close() })
+		if err := bad.Ping(ctx).Err(); err == nil || !strings.Contains(err.Error(), "WRONGPASS") {
+			t.Fatalf("RESP%d with a wrong password: %v", proto, err)
+		}
+	}
 }
