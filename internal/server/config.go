@@ -326,6 +326,7 @@ func (c *Config) Validate() error {
 	case c.ProtoMaxBulkLen < 1<<20:
 		return errors.New("server: proto-max-bulk-len must be at least 1mb")
 	case len(c.Users) > 0 && c.ACLFile != "":
+		//lint:ignore ST1005 Redis's message, word for word
 		return errors.New("server: Configuring Redis with users defined in redis.conf and at the same setting an ACL file path is invalid. This setup is very likely to lead to configuration errors and security holes, please define either an ACL file or declare users directly in your redis.conf, but not both.")
 	}
 	if _, ok := logLevels[c.LogLevel]; !ok {
