@@ -99,6 +99,8 @@ func (us *Users) List() []string {
 }
 
 // ErrUsernameSpaces is Redis's error for a user name with a space or NUL byte.
+//
+//lint:ignore ST1005 Redis's message, word for word
 var ErrUsernameSpaces = errors.New("Usernames can't contain spaces or null characters")
 
 // SetUser applies rules to the user named name, creating it (off, no permissions) if missing,
@@ -150,6 +152,8 @@ func channelsRevoked(old, now *User) bool {
 }
 
 // ErrDeleteDefault is Redis's error for ACL DELUSER default.
+//
+//lint:ignore ST1005 Redis's message, word for word
 var ErrDeleteDefault = errors.New("The 'default' user cannot be removed")
 
 // Delete removes the named users and returns how many existed. The default user cannot be
