@@ -62,9 +62,11 @@ func testACLConnectionEffects(t *testing.T, mod func(*server.Config)) {
 		for _, cmd := range s.next {
 			rv, rerr := p.redis.send(cmd...)
 			bv, berr := p.bloomd.send(cmd...)
-			if r, b := outcome(rv, rerr), outcome(bv, berr); r != b {
+			r, b := outcome(rv, rerr), outcome(bv, berr)
+			if r != b {
 				t.Errorf("%s: then %q: redis %s, bloomd %s", s.name, cmd, r, b)
 			}
+			t.Logf("%s, then %q: %s", s.name, cmd, r)
 			if rerr != nil || berr != nil {
 				break
 			}
