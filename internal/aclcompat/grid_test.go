@@ -190,8 +190,27 @@ func seed(admin pair) {
 	}
 }
 
+// A gridRow is one user's row of the grid, in RESP2 or RESP3.
+type gridRow struct {
+	user  gridUser
+	resp3 bool
+}
+
+func gridRows() []gridRow {
+	var rows []gridRow
+	for _, resp3 := range []bool{false, true} {
+		for _, u := range gridUsers {
+			if u.login {
+				rows = append(rows, gridRow{u, resp3})
+			}
+		}
+	}
+	return rows
+}
+
 // TestACLGrid gives Redis 7.0 and bloomd the same users and sends both the same commands as
-// each user: every command must be allowed or denied alike, denials with the same error text;
+// each user, in RESP2 and in RESP3: every command must be allowed or denied alike, denials with
+// the same error text;
 // ACL DRYRUN must say the same for every cell; the denials must leave the same ACL LOG entries.
 func TestACLGrid(t *testing.T) {
 	redisAddr := startRedis(t)
@@ -201,12 +220,20 @@ func TestACLGrid(t *testing.T) {
 
 	cells := gridCells()
 	checked, denied, logged := 0, 0, 0
-	for _, u := range gridUsers {
-		if !u.login {
-			continue
-		}
+	for _, row := range gridRows() {
+		u := row.user
 		seed(admin)
 		p := login(t, redisAddr, bloomdAddr, u)
+		if row.resp3 {
+			// In RESP3 where the user may switch to it.
+			rv, rerr := p.redis.send("HELLO", "3")
+			bv, berr := p.bloomd.send("HELLO", "3")
+			if r, b := decision(rv, rerr), decision(bv, berr); r != b {
+				t.Errorf("%s: HELLO 3: redis %s, bloomd %s", u.name, r, b)
+			} else if r != "allowed" {
+				continue
+			}
+		}
 		for _, cmd := range cells {
 			rv, rerr := p.redis.send(cmd...)
 			bv, berr := p.bloomd.send(cmd...)
