@@ -4,11 +4,11 @@
 // The differential tests start a real redis-server 7.0 and a bloomd on free loopback ports, give
 // both the same users, send both the same commands and require the same answers:
 //
-//   - TestACLGrid: users x commands x keys, in RESP2 and RESP3 (GET, SET, DEL, EXISTS, TYPE, EXPIRE, TTL, STRLEN,
-//     RENAME, KEYS, SCAN, CONFIG GET/SET, INFO, SAVE, FLUSHDB, FLUSHALL, CLIENT ..., PUBLISH,
-//     ACL WHOAMI/LIST, MULTI/EXEC): every command allowed or denied alike, denials with the same
-//     error text, the same ACL LOG entries; ACL DRYRUN of every cell and of SHUTDOWN and
-//     SUBSCRIBE, which the grid does not run.
+//   - TestACLGrid: users x commands x keys, in RESP2 and RESP3 (GET, SET, DEL, EXISTS, TYPE,
+//     EXPIRE, TTL, STRLEN, RENAME, KEYS, SCAN, CONFIG GET/SET, INFO, SAVE, FLUSHDB, FLUSHALL,
+//     CLIENT ..., PUBLISH, ACL WHOAMI/LIST, MULTI/EXEC): every command allowed or denied alike,
+//     denials with the same error text, the same ACL LOG entries; ACL DRYRUN of every cell and
+//     of SHUTDOWN and SUBSCRIBE, which the grid does not run.
 //   - TestACLAuth and TestACLSubscribe: AUTH and HELLO with right and wrong passwords, missing
 //     and disabled users; channel permissions of SUBSCRIBE and PSUBSCRIBE.
 //   - TestACLRules and TestCommandCategories: ACL SETUSER rules, valid and refused, with what
