@@ -340,6 +340,23 @@ func TestACLAuth(t *testing.T) {
 	if n := compareLogs(t, admin, "the AUTH and HELLO attempts"); n == 0 {
 		t.Error("the failed AUTH attempts left no ACL LOG entries")
 	}
+
+	// The log keeps the newest acllog-max-len entries; ACL LOG n shows the newest n.
+	admin.must("CONFIG", "SET", "acllog-max-len", "2")
+	for _, u := range []string{"x1", "x2", "x3"} {
+		p.redis.do("AUTH", u, "pw")
+		p.bloomd.do("AUTH", u, "pw")
+	}
+	for _, args := range [][]string{{"ACL", "LOG", "1"}, {"ACL", "LOG", "0"}, {"ACL", "LOG", "-1"}, {"ACL", "LOG", "x"}, {"CONFIG", "GET", "acllog-max-len"}} {
+		r, b := admin.redis.do(args...), admin.bloomd.do(args...)
+		if !r.IsError() && args[1] == "LOG" {
+			r, b = resp.Value{Kind: '+', Str: []byte(fmt.Sprint(len(r.Elems)))}, resp.Value{Kind: '+', Str: []byte(fmt.Sprint(len(b.Elems)))}
+		}
+		if r.String() != b.String() {
+			t.Errorf("%q: redis %s, bloomd %s", args, r, b)
+		}
+	}
+	compareLogs(t, admin, "more failures than acllog-max-len")
 }
 
 // authOutcome keeps the whole text of an error and reduces a successful reply (OK, or HELLO's
