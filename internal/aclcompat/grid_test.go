@@ -158,7 +158,7 @@ func login(t *testing.T, redisAddr, bloomdAddr string, u gridUser) pair {
 // connection: count, reason, context, object and username, newest first.
 func aclLog(c *conn) []string {
 	c.t.Helper()
-	v := c.must("ACL", "LOG")
+	v := c.must("ACL", "LOG", "1000") // every entry, not the newest 10
 	var out []string
 	for _, e := range v.Elems {
 		fields := map[string]string{}
@@ -220,6 +220,7 @@ func TestACLGrid(t *testing.T) {
 
 	cells := gridCells()
 	checked, denied, logged := 0, 0, 0
+	deniedBy := map[string]int{} // the sum of Redis's ACL LOG counts, by reason
 	for _, row := range gridRows() {
 		u := row.user
 		seed(admin)
@@ -250,6 +251,12 @@ func TestACLGrid(t *testing.T) {
 			}
 		}
 		compareMulti(t, p, u.name)
+		for _, e := range aclLog(admin.redis) {
+			var count int
+			var reason string
+			fmt.Sscanf(e, "count=%d reason=%s", &count, &reason)
+			deniedBy[reason] += count
+		}
 		logged += compareLogs(t, admin, "the commands of "+u.name)
 	}
 	if denied == 0 || denied == checked {
@@ -259,6 +266,14 @@ func TestACLGrid(t *testing.T) {
 		t.Error("no ACL LOG entries were compared")
 	}
 	t.Logf("%d cells, %d denied by Redis and bloomd alike, %d ACL LOG entries", checked, denied, logged)
+	// bloomd counts the denials in INFO as Redis 7.2 does (Redis 7.0 has no such fields): as
+	// many as Redis's ACL LOG counted.
+	info := admin.bloomd.must("INFO", "stats").Text()
+	for reason, field := range map[string]string{"auth": "acl_access_denied_auth", "command": "acl_access_denied_cmd", "key": "acl_access_denied_key", "channel": "acl_access_denied_channel"} {
+		if got, want := infoField(info, field), fmt.Sprint(deniedBy[reason]); got != want || want == "0" {
+			t.Errorf("bloomd's INFO %s = %q; Redis logged %s denials for %s", field, got, want, reason)
+		}
+	}
 
 	// ACL DRYRUN for every user (disabled ones too) and every cell, plus the commands the grid
 	// cannot run.
