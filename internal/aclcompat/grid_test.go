@@ -338,6 +338,12 @@ func TestACLAuth(t *testing.T) {
 		{"HELLO", "3", "AUTH", "checker", "wrong"},
 		{"HELLO", "2", "AUTH", "disabled", "offpw"},
 		{"HELLO", "2", "AUTH", "checker"},
+		{"HELLO", "2", "AUTH", "checker", "checkpw", "SETNAME", "c1"},
+		{"HELLO", "2", "AUTH", "checker", "wrong", "SETNAME", "c2"},
+		{"HELLO", "4", "AUTH", "checker", "checkpw"},
+		{"HELLO", "2", "AUTH", "guest", "whatever"},
+		{"CLIENT", "GETNAME"},
+		{"AUTH", "default", "anything"},
 		{"ACL", "WHOAMI"},
 	}
 	p := dialPair(t, redisAddr, bloomdAddr)
