@@ -426,6 +426,12 @@ func (c *Conn) execute(args [][]byte) {
 func (c *Conn) rejectCmd(cmd *Command, msg string) {
 	cmd.stats.Reject()
 	c.srv.mstats.Rejected()
+	if cmd.Name == "exec" {
+		// As Redis: a refused EXEC discards the transaction and says why.
+		c.multi = nil
+		c.w.Error("EXECABORT Transaction discarded because of: " + strings.TrimPrefix(msg, "ERR "))
+		return
+	}
 	c.reject(msg)
 }
 
