@@ -112,6 +112,9 @@ func checkLinks(doc, name string, exists func(string) bool, headings func(file s
 		}
 		if anchor != "" && strings.HasSuffix(file, ".md") {
 			hs, err := headings(file)
+			if file == name {
+				hs, err = anchors(doc), nil // the document as given, not as on disk
+			}
 			if err != nil {
 				bad = append(bad, fmt.Sprintf("%s links to %s: %v", name, target, err))
 			} else if !hs[anchor] {
