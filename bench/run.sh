@@ -84,6 +84,7 @@ measure() {
   fi
   echo "# load average at end: $(loadavg)" >>"$tmp"
   mkdir -p "$results"
+  chmod 644 "$tmp"
   mv "$tmp" "$results/$file"
 }
 
@@ -133,9 +134,16 @@ need_rb() {
 
 # gotest DIR ARGS...: go test in DIR, keeping only the lines benchstat reads.
 gotest() {
-  local dir=$1
+  local dir=$1 out
   shift
-  (cd "$dir" && go test -run '^$' "$@") | grep -E '^(Benchmark|goos|goarch|pkg|cpu|[a-z-]+:)' || true
+  out=$(mktemp)
+  if ! (cd "$dir" && go test -run '^$' "$@") >"$out"; then
+    cat "$out" >&2
+    rm -f "$out"
+    return 1
+  fi
+  grep -E '^(Benchmark|goos|goarch|pkg|cpu|[a-z-]+:)' "$out" || true
+  rm -f "$out"
 }
 
 # library: with blobloom when Debian's source package is installed (bench/blobloom.sh).
@@ -149,7 +157,7 @@ libbench() {
 }
 
 lib_ops='op=(Add|TestPresent|TestAbsent|AddMany|TestManyPresent|TestManyAbsent)'
-lib_names='bitsandblooms=bits-and-blooms,TestManyPresent=TestMany present,TestManyAbsent=TestMany absent,TestPresent=Test present,TestAbsent=Test absent'
+lib_names='fpp%=measured FPP,bitsandblooms=bits-and-blooms,TestManyPresent=TestMany present,TestManyAbsent=TestMany absent,TestPresent=Test present,TestAbsent=Test absent'
 
 run_section() {
   case $1 in
@@ -191,20 +199,20 @@ render_section() {
     case $1 in
     library | library-1e8)
       stat "$f" -table /n -row /impl -col /op -filter '/impl:(classic OR blocked OR blocked-p0.005 OR scalable OR scalable-blocked OR counting OR bitsandblooms OR blobloom OR blobloom-sync)' -- \
-        -units bits/key,fpp%,sec/op -base bitsandblooms -row-head filter -rename "$lib_names"
+        -units bits/key,fpp%,cpu-sec/op -base bitsandblooms -row-head filter -rename "$lib_names"
       ;;
     batch)
-      stat "$f" -table /n -row /impl -col /op -- -units sec/op -row-head 'filter or baseline' \
+      stat "$f" -table /n -row /impl -col /op -- -units cpu-sec/op -row-head 'filter or baseline' \
         -rename "$lib_names,pages-4KiB=memory (4 KiB pages),pages-2MiB=memory (2 MiB pages)"
       ;;
     redisfilter)
       stat "$f" -row /impl -col .name -- -units keys/s,sec/op -row-head implementation
       ;;
     cuckoo)
-      stat "$f" -table /n -row /impl -col /op -- -units bits/key,FPP,sec/op -row-head filter
+      stat "$f" -table /n -row /impl -col /op -- -units bits/key,FPP,sec/op -row-head filter -rename "FPP=measured FPP"
       ;;
     replication)
-      stat "$f" -row .fullname -col .file -- -units cpu-ns/op -row-head replicas
+      stat "$f" -row /replicas -col .name -- -units primary-cpu-sec/cmd,cmds/s -row-head replicas -rename 'PrimaryCPU=primary CPU per BF.ADD,cmds/s=commands/s'
       ;;
     bloomd | durability | memory)
       quote "$f"

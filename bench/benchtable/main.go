@@ -131,12 +131,15 @@ func parse(r io.Reader) (*stats, error) {
 			}
 			continue
 		}
-		if strings.HasPrefix(line, "/") || strings.HasPrefix(line, ".") {
+		if !strings.Contains(line, ",") { // a table's title: "/n: 1e6", or configuration lines
 			if err := flush(); err != nil {
 				return nil, err
 			}
-			_, t, _ := strings.Cut(line, ":")
-			table = strings.TrimSpace(t)
+			table = ""
+			if strings.HasPrefix(line, "/") || strings.HasPrefix(line, ".") {
+				_, t, _ := strings.Cut(line, ":")
+				table = strings.TrimSpace(t)
+			}
 			continue
 		}
 		rec, err := csv.NewReader(strings.NewReader(line)).Read()
@@ -160,8 +163,8 @@ func parse(r io.Reader) (*stats, error) {
 // format prints v in unit's terms: times with three significant digits in ns, µs or ms, rates
 // with three, other figures with four.
 func format(v float64, unit string) string {
-	switch unit {
-	case "sec/op", "cpu-sec/op":
+	switch {
+	case isTime(unit):
 		switch {
 		case v >= 1e-3:
 			return sig(v*1e3, 3) + " ms"
@@ -170,7 +173,7 @@ func format(v float64, unit string) string {
 		default:
 			return sig(v*1e9, 3) + " ns"
 		}
-	case "fpp%":
+	case unit == "fpp%":
 		return sig(v, 3) + "%"
 	}
 	return sig(v, 4)
@@ -188,7 +191,7 @@ func sig(v float64, n int) string {
 	return strconv.FormatFloat(v, 'f', d, 64)
 }
 
-func isTime(unit string) bool { return strings.HasSuffix(unit, "sec/op") }
+func isTime(unit string) bool { return strings.Contains(unit, "sec/") }
 
 func tableCmd(args []string, in io.Reader, out io.Writer) error {
 	fs := flag.NewFlagSet("table", flag.ContinueOnError)
@@ -223,8 +226,8 @@ func tableCmd(args []string, in io.Reader, out io.Writer) error {
 		if len(cs) == 0 {
 			return fmt.Errorf("unit %q is not in the input", u)
 		}
-		if len(cs) == 1 && !isTime(u) {
-			cols = append(cols, column{u, cs[0], u})
+		if !isTime(u) && (len(cs) == 1 || sameInEveryColumn(s, u)) {
+			cols = append(cols, column{u, cs[0], name(u)})
 			continue
 		}
 		for _, c := range cs {
@@ -278,6 +281,9 @@ func tableCmd(args []string, in io.Reader, out io.Writer) error {
 			line = append(line, name(r))
 			for _, c := range cols {
 				v, ok := s.vals[[4]string{t, c.unit, r, c.col}]
+				if !ok && !isTime(c.unit) {
+					v, ok = firstValue(s, t, c.unit, r) // a collapsed column
+				}
 				switch {
 				case !ok:
 					line = append(line, "")
@@ -305,6 +311,37 @@ func tableCmd(args []string, in io.Reader, out io.Writer) error {
 	}
 	_, err = out.Write(b.Bytes())
 	return err
+}
+
+// sameInEveryColumn reports whether unit has, in every row, one value whichever column reports
+// it (bits per key reported by every operation of one filter, say).
+func sameInEveryColumn(s *stats, unit string) bool {
+	for _, t := range s.tables {
+		for _, r := range s.rows[t] {
+			first, seen := 0.0, false
+			for _, c := range s.cols[unit] {
+				v, ok := s.vals[[4]string{t, unit, r, c}]
+				if !ok {
+					continue
+				}
+				if seen && v.median != first {
+					return false
+				}
+				first, seen = v.median, true
+			}
+		}
+	}
+	return true
+}
+
+// firstValue returns unit's value in row r of table t from whichever column has it.
+func firstValue(s *stats, t, unit, r string) (cell, bool) {
+	for _, c := range s.cols[unit] {
+		if v, ok := s.vals[[4]string{t, unit, r, c}]; ok {
+			return v, true
+		}
+	}
+	return cell{}, false
 }
 
 func countTime(units string) int {
