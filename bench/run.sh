@@ -203,7 +203,7 @@ render_section() {
       ;;
     batch)
       stat "$f" -table /n -row /impl -col /op -- -units cpu-sec/op -row-head 'filter or baseline' \
-        -rename "$lib_names,pages-4KiB=memory (4 KiB pages),pages-2MiB=memory (2 MiB pages)"
+        -rename "$lib_names,pages-4KiB=memory (4 KiB pages),pages-2MiB=memory (2 MiB pages),RandomLoad=random load,DependentLoad=dependent load"
       ;;
     redisfilter)
       stat "$f" -row /impl -col .name -- -units keys/s,sec/op -row-head implementation
