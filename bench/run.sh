@@ -206,7 +206,7 @@ render_section() {
         -rename "$lib_names,pages-4KiB=memory (4 KiB pages),pages-2MiB=memory (2 MiB pages),RandomLoad=random load,DependentLoad=dependent load"
       ;;
     redisfilter)
-      stat "$f" -row /impl -col .name -- -units keys/s,sec/op -row-head implementation
+      stat "$f" -row /impl -col .name -- -units keys/s -row-head implementation
       ;;
     cuckoo)
       stat "$f" -table /n -row /impl -col /op -- -units bits/key,FPP,sec/op -row-head filter -rename "FPP=measured FPP"

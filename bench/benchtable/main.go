@@ -9,9 +9,9 @@
 // table reads every block of the CSV (one per benchstat table and unit) and prints one Markdown
 // table: a row per (table, row) pair, a column per unit in -units order; a unit measured in
 // several columns of the input (sec/op per operation) gets one column per input column, each cell
-// the median and benchstat's 95% confidence interval (times only: bits per key and measured
-// rates do not vary by run). -base adds a column with the base row's
-// median divided by this row's, per time column (above 1: faster than the base).
+// the median and benchstat's 95% confidence interval. A figure that every column of a row reports
+// alike (bits per key, measured FPP) is one column, without an interval. -base adds a column with
+// the base row's median divided by this row's, per time column (above 1: faster than the base).
 //
 // splice replaces the lines between "<!-- bench:NAME -->" and "<!-- /bench:NAME -->" in -doc
 // with standard input, and fails when the markers are missing, so a renamed region is noticed.
@@ -219,7 +219,10 @@ func tableCmd(args []string, in io.Reader, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	type column struct{ unit, col, head string }
+	type column struct {
+		unit, col, head string
+		collapsed       bool // one value per row, whichever input column reports it
+	}
 	var cols []column
 	for _, u := range strings.Split(*units, ",") {
 		cs := s.cols[u]
@@ -227,7 +230,7 @@ func tableCmd(args []string, in io.Reader, out io.Writer) error {
 			return fmt.Errorf("unit %q is not in the input", u)
 		}
 		if !isTime(u) && (len(cs) == 1 || sameInEveryColumn(s, u)) {
-			cols = append(cols, column{u, cs[0], name(u)})
+			cols = append(cols, column{u, cs[0], name(u), true})
 			continue
 		}
 		for _, c := range cs {
@@ -235,7 +238,7 @@ func tableCmd(args []string, in io.Reader, out io.Writer) error {
 			if !isTime(u) || len(strings.Split(*units, ",")) > 1 && countTime(*units) > 1 {
 				head += " " + u
 			}
-			cols = append(cols, column{u, c, head})
+			cols = append(cols, column{u, c, head, false})
 		}
 	}
 	// The ratio column covers the time columns in which the base row has a value somewhere.
@@ -281,13 +284,13 @@ func tableCmd(args []string, in io.Reader, out io.Writer) error {
 			line = append(line, name(r))
 			for _, c := range cols {
 				v, ok := s.vals[[4]string{t, c.unit, r, c.col}]
-				if !ok && !isTime(c.unit) {
-					v, ok = firstValue(s, t, c.unit, r) // a collapsed column
+				if !ok && c.collapsed {
+					v, ok = firstValue(s, t, c.unit, r)
 				}
 				switch {
 				case !ok:
 					line = append(line, "")
-				case v.ci == "" || v.ci == "0%" || !isTime(c.unit): // other figures do not vary by run
+				case v.ci == "" || v.ci == "0%" || c.collapsed:
 					line = append(line, format(v.median, c.unit))
 				default:
 					line = append(line, format(v.median, c.unit)+" ±"+v.ci)
