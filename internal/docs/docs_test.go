@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"unicode"
 
@@ -94,6 +95,7 @@ func outsideFences(text string) []string {
 func checkLinks(doc, name string, exists func(string) bool, headings func(file string) (map[string]bool, error)) []string {
 	var bad []string
 	reported := map[string]bool{}
+	self := anchors(doc)
 	for _, m := range linkRE.FindAllStringSubmatch(doc, -1) {
 		target := m[1]
 		if strings.Contains(target, "://") || strings.HasPrefix(target, "mailto:") {
@@ -111,9 +113,12 @@ func checkLinks(doc, name string, exists func(string) bool, headings func(file s
 			}
 		}
 		if anchor != "" && strings.HasSuffix(file, ".md") {
-			hs, err := headings(file)
+			var hs map[string]bool
+			var err error
 			if file == name {
-				hs, err = anchors(doc), nil // the document as given, not as on disk
+				hs = self // the document as given, not as on disk
+			} else {
+				hs, err = headings(file)
 			}
 			if err != nil {
 				bad = append(bad, fmt.Sprintf("%s links to %s: %v", name, target, err))
@@ -136,12 +141,19 @@ func repoExists(file string) bool {
 	return err == nil
 }
 
+var headingCache sync.Map // file -> map[string]bool
+
 func repoHeadings(file string) (map[string]bool, error) {
+	if hs, ok := headingCache.Load(file); ok {
+		return hs.(map[string]bool), nil
+	}
 	b, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(file)))
 	if err != nil {
 		return nil, err
 	}
-	return anchors(string(b)), nil
+	hs := anchors(string(b))
+	headingCache.Store(file, hs)
+	return hs, nil
 }
 
 // TestLinks: every file and heading the documents link to exists, and every result file they cite.
