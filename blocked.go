@@ -197,7 +197,8 @@ func sectors2(h2 uint64, b int) (w0, w1 int, m0, m1 uint64) {
 // masks23 returns the two words and masks of a key in a two-sector filter with 3 bits per word:
 // sectors2 for b = 3, small enough to be inlined into Add and Test, so that the common filter's
 // single-key calls make one call, to the hash, where they made four (through test, test2 and
-// sectors2). Test at n = 1e6 went from 19.9 to 18.2 ns with this (interleaved A/B, BENCHMARKS.md).
+// sectors2). Test at n = 1e6 went from 19.9 to 18.2 ns with this (interleaved A/B with bench/ab.sh:
+// bench/results/blocked-inline-ab-1e6-1e7-old.txt against -new.txt).
 // TestBlockedGoldenLayout pins this path and TestBatchMatchesSingle holds it to the batch path.
 func masks23(h2 uint64) (w0, w1 int, m0, m1 uint64) {
 	x1 := h2 * sectorMul1

@@ -29,7 +29,9 @@
 // classic or blocked filters that grows with the keys while its false-positive rate stays below
 // p; use it when the number of keys is unknown. Counting has 4-bit counters instead of bits, so
 // keys can be removed, at four times the memory. All of them satisfy AnyFilter, and all have
-// batch forms, AddMany and TestMany, which overlap the cache misses of many keys.
+// batch forms, AddMany and TestMany, which overlap the cache misses of many keys. Cuckoo is a
+// cuckoo filter laid out as RedisBloom's CF.* filters: one fingerprint per key, so keys can be
+// removed and counted.
 //
 // # Concurrency
 //
@@ -54,4 +56,19 @@
 //	f.AddString("alice@example.com")
 //	f.TestString("alice@example.com") // true
 //	f.TestString("bob@example.com")   // false, except for 1% of such keys
+//
+// # Examples
+//
+// The runnable examples (go doc -all github.com/bloomd/bloom, or go test -run Example) cover a
+// first filter in front of a database (Example_cachePenetrationGuard), de-duplicating a stream
+// (Example_deduplication), Guava's sizing (ExampleGuavaSize), each type (ExampleBlocked,
+// ExampleScalable, ExampleCounting, ExampleCuckoo), batches (ExampleFilter_TestMany) and opening a
+// file of any kind (ExampleDecode).
+//
+// # See also
+//
+// Package redisfilter keeps filters in Redis, shared by every instance of a service; package
+// guava reads and writes Guava's BloomFilter streams; package redisbloom is RedisBloom's scalable
+// filter and dump format; package guard puts a filter in front of a cache and a database.
+// BENCHMARKS.md, at the module's root, measures every type against other Go libraries.
 package bloom

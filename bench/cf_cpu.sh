@@ -14,8 +14,12 @@ cd "$(dirname "$0")/.."
 : "${REDISBLOOM_SO:?set REDISBLOOM_SO to a RedisBloom 2.6 module (redisbloom.so)}"
 N=${N:-500000}
 P=${P:-16}
-REDIS_PORT=${REDIS_PORT:-16391}
-BLOOMD_PORT=${BLOOMD_PORT:-16392}
+# freeport prints a loopback TCP port that nothing listens on now.
+freeport() {
+  python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+REDIS_PORT=${REDIS_PORT:-$(freeport)}
+BLOOMD_PORT=${BLOOMD_PORT:-$(freeport)}
 tmp=$(mktemp -d)
 pids=()
 cleanup() {

@@ -11,8 +11,12 @@ cd "$(dirname "$0")/.."
 
 N=${N:-500000}
 ROUNDS=${ROUNDS:-4}
-PORT=${PORT:-16391}
-MPORT=${MPORT:-19391}
+# freeport prints a loopback TCP port that nothing listens on now.
+freeport() {
+  python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+PORT=${PORT:-$(freeport)}
+MPORT=${MPORT:-$(freeport)}
 for p in redis-benchmark redis-cli curl; do
   command -v $p >/dev/null || { echo "scrape.sh: $p not found" >&2; exit 1; }
 done

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Measures the server CPU time per command of bloomd against RedisBloom, under redis-benchmark
 # (Debian's redis-tools), both servers measured in the same run: the table of BENCHMARKS.md's
-# "bloomd CPU per command" section.
+# "What does bloomd cost per command, against RedisBloom?" section (bench/run.sh bloomd).
 #
 #   REDISBLOOM_SO=/path/to/redisbloom.so bench/server-cpu.sh
 #   REDISBLOOM_SO=... N=500000 ROUNDS=5 bench/server-cpu.sh

@@ -57,4 +57,10 @@
 // observed on the traffic: when it climbs above the configured rate, the filter is due a rebuild.
 // Guard.Collector exports the same figures as Prometheus metrics (bloom_guard_*, labelled with
 // the guard's name), read from Stats when scraped.
+//
+// # Examples
+//
+// Example builds a guard over a database/sql query and asks it for present and absent keys;
+// ExampleGuard_Stats reads its figures. examples/cache-guard in the repository is a whole HTTP
+// service behind a guard.
 package guard

@@ -48,6 +48,11 @@
 // claims 16 GiB but ends early costs memory in proportion to the bytes that arrived. Every error
 // caused by the bytes, truncation included, wraps bloom.ErrCorrupt and says what is wrong; no
 // filter is returned alongside an error.
+//
+// # Examples
+//
+// Example reads a filter that Java wrote with BloomFilter.writeTo and asks it what Java would;
+// ExampleWriteTo writes one for Java's BloomFilter.readFrom.
 package guava
 
 //go:generate sh testdata/java/gen.sh

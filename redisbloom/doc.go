@@ -91,4 +91,9 @@
 //     leaves the chain as it was.
 //   - Concurrent Adds of one new item may both report it new and both count it. RedisBloom runs
 //     commands one at a time, and so does a Chain used from one goroutine.
+//
+// # Examples
+//
+// Example makes a chain with RedisBloom's defaults and lets it grow; ExampleChain_ScanDump copies
+// a chain through BF.SCANDUMP chunks, as BF.LOADCHUNK would load them.
 package redisbloom

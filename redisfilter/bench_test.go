@@ -3,24 +3,38 @@ package redisfilter
 import (
 	"context"
 	"fmt"
+	"os"
 	"regexp"
 	"strconv"
+	"sync"
 	"testing"
 
 	"github.com/bloomd/bloom"
+	"github.com/bloomd/bloom/internal/redistest"
 	"github.com/redis/go-redis/v9"
 )
 
-// The benchmarks run against the package's local redis-server (and bloomd, when the tree has it),
-// all in one run, so the numbers compare like with like:
+// The benchmarks compare, in one run and against one redis-server, the ways to keep a filter in
+// Redis (bench/run.sh redisfilter; BENCHMARKS.md has the table):
 //
-//	go test -run '^$' -bench . -benchtime 2s ./redisfilter
+//	REDISBLOOM_SO=/path/to/redisbloom.so go test -run '^$' -bench . -count 6 ./redisfilter
 //
-// Each reports keys/s; the batch benchmarks also report the time the server spent inside the
-// scripts per key (server-ns/key, from INFO commandstats), free of network and client time. The
-// filter holds 1M keys at 1% (m = 9.6M bits, k = 7); the plain-layout
-// filter ("plain") has the Spring helper's parameters for the same (n, p): m = 9,585,058, k = 7,
-// Guava32, SETBIT order.
+// Each is BenchmarkOP/impl=IMPL and reports keys/s:
+//
+//   - k-SETBIT, k-GETBIT: the helper services write by hand, one SETBIT or GETBIT round trip per
+//     bit position (perBitFilter); k-SETBIT-loop calls it for each key of a batch,
+//     k-SETBIT-pipelined queues every SETBIT of a batch in one pipeline;
+//   - script: New, one Lua script call per key or per batch, parameters checked;
+//   - plain: NewPlain with the Spring helper's parameters for the same (n, p): m = 9,585,058,
+//     k = 7, Guava32, SETBIT order;
+//   - module-redisbloom: NewModule against the same redis-server with the RedisBloom module that
+//     REDISBLOOM_SO names loaded (skipped without it; then the other forms run against the
+//     package's shared redis-server);
+//   - module-bloomd: NewModule against bloomd built from cmd/bloomd.
+//
+// The script forms' batch benchmarks also report the server's time inside the scripts per key
+// (server-ns/key, from INFO commandstats), free of network and client time. The filters hold 1M
+// keys at 1% (m = 9.6M bits, k = 7).
 
 const (
 	benchN     = 1_000_000
@@ -28,18 +42,16 @@ const (
 	benchBatch = 1000
 )
 
-// seedFilter is the helper people write today, before this package: the positions are computed
-// as ours are (so only the Redis side differs), then one SETBIT or GETBIT round trip per
-// position. seedAddMany is the same helper called in a loop; seedAddPipelined is its better
-// variant that queues every SETBIT of a batch in one pipeline.
-type seedFilter struct {
+// perBitFilter is the helper people write by hand: the positions computed as ours are (so only
+// the Redis side differs), then one SETBIT or GETBIT round trip per position.
+type perBitFilter struct {
 	c   redis.UniversalClient
 	key string
 	m   uint64
 	k   int
 }
 
-func (s *seedFilter) add(ctx context.Context, key []byte) (bool, error) {
+func (s *perBitFilter) add(ctx context.Context, key []byte) (bool, error) {
 	added := false
 	for _, b := range bloom.Guava64.Locations(nil, key, s.k, s.m) {
 		old, err := s.c.SetBit(ctx, s.key, int64(b), 1).Result()
@@ -51,7 +63,8 @@ func (s *seedFilter) add(ctx context.Context, key []byte) (bool, error) {
 	return added, nil
 }
 
-func (s *seedFilter) test(ctx context.Context, key []byte) (bool, error) {
+// test stops at the first clear bit, as the script does.
+func (s *perBitFilter) test(ctx context.Context, key []byte) (bool, error) {
 	for _, b := range bloom.Guava64.Locations(nil, key, s.k, s.m) {
 		v, err := s.c.GetBit(ctx, s.key, int64(b)).Result()
 		if err != nil || v == 0 {
@@ -61,7 +74,8 @@ func (s *seedFilter) test(ctx context.Context, key []byte) (bool, error) {
 	return true, nil
 }
 
-func (s *seedFilter) addPipelined(ctx context.Context, keys [][]byte) error {
+// addPipelined queues every SETBIT of keys in one pipeline.
+func (s *perBitFilter) addPipelined(ctx context.Context, keys [][]byte) error {
 	pipe := s.c.Pipeline()
 	for _, key := range keys {
 		for _, b := range bloom.Guava64.Locations(nil, key, s.k, s.m) {
@@ -70,6 +84,37 @@ func (s *seedFilter) addPipelined(ctx context.Context, keys [][]byte) error {
 	}
 	_, err := pipe.Exec(ctx)
 	return err
+}
+
+var moduleRedis struct {
+	once sync.Once
+	srv  *redistest.Server
+	err  error
+}
+
+// benchRedis returns a client of the redis-server the benchmarks use: one with RedisBloom loaded
+// when REDISBLOOM_SO names the module (started once per test binary), and whether it has the
+// module; otherwise the package's shared server.
+func benchRedis(b *testing.B) (*redis.Client, bool) {
+	so := os.Getenv("REDISBLOOM_SO")
+	if so == "" {
+		return standalone(b), false
+	}
+	redistest.Require(b)
+	moduleRedis.once.Do(func() {
+		moduleRedis.srv, moduleRedis.err = redistest.Start(&redistest.Options{
+			Password: "bench-secret", Args: []string{"--loadmodule", so},
+		})
+		if moduleRedis.err == nil {
+			redistest.AtExit(func() { moduleRedis.srv.Close() })
+		}
+	})
+	if moduleRedis.err != nil {
+		b.Fatalf("redis-server with REDISBLOOM_SO=%s: %v", so, moduleRedis.err)
+	}
+	c := redis.NewClient(&redis.Options{Addr: moduleRedis.srv.Addr, Password: moduleRedis.srv.Password})
+	b.Cleanup(func() { c.Close() })
+	return c, true
 }
 
 func benchKeys(prefix string, n int) [][]byte { return keys(prefix, n) }
@@ -100,224 +145,203 @@ func reportServer(b *testing.B, c redis.UniversalClient, start float64, perOp in
 	b.ReportMetric((serverUsec(b, c)-start)*1000/float64(b.N*perOp), "server-ns/key")
 }
 
-func newBenchFilter(b *testing.B, c redis.UniversalClient) (*Filter, *seedFilter) {
-	ctx := context.Background()
-	f, err := New(ctx, c, uniqueName(b), benchN, benchP, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { f.Delete(context.Background()) })
-	seed := &seedFilter{c: c, key: uniqueName(b), m: f.M(), k: f.K()}
-	b.Cleanup(func() { c.Del(context.Background(), seed.key) })
-	return f, seed
+// benchForms holds one filter of each form for a benchmark, all made for benchN keys at benchP.
+type benchForms struct {
+	c       *redis.Client
+	script  *Filter
+	plain   *Filter
+	perBit  *perBitFilter
+	modules []namedFilter // module-redisbloom, module-bloomd: those available
 }
 
-// newBenchPlain returns a plain-layout filter with the Spring helper's parameters for the
-// benchmarks' n and p.
-func newBenchPlain(b *testing.B, c redis.UniversalClient) *Filter {
+// remoteFilter is what Filter and ModuleFilter have in common.
+type remoteFilter interface {
+	Add(ctx context.Context, key []byte) (bool, error)
+	Test(ctx context.Context, key []byte) (bool, error)
+	AddMany(ctx context.Context, keys [][]byte) ([]bool, error)
+	TestMany(ctx context.Context, keys [][]byte) ([]bool, error)
+	Delete(ctx context.Context) error
+}
+
+type namedFilter struct {
+	name string
+	f    remoteFilter
+}
+
+func newBenchForms(b *testing.B) *benchForms {
 	ctx := context.Background()
+	c, hasModule := benchRedis(b)
+	fs := &benchForms{c: c}
+	var err error
+	if fs.script, err = New(ctx, c, uniqueName(b), benchN, benchP, nil); err != nil {
+		b.Fatal(err)
+	}
 	params, err := SpringHelper(benchN, benchP)
 	if err != nil {
 		b.Fatal(err)
 	}
-	f, err := NewPlain(ctx, c, uniqueName(b), params, nil)
+	if fs.plain, err = NewPlain(ctx, c, uniqueName(b), params, nil); err != nil {
+		b.Fatal(err)
+	}
+	fs.perBit = &perBitFilter{c: c, key: uniqueName(b), m: fs.script.M(), k: fs.script.K()}
+	if hasModule {
+		f, err := NewModule(ctx, c, uniqueName(b), benchN, benchP, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		fs.modules = append(fs.modules, namedFilter{"module-redisbloom", f})
+	}
+	f, err := NewModule(ctx, bloomdClient(b), uniqueName(b), benchN, benchP, nil)
 	if err != nil {
 		b.Fatal(err)
 	}
-	b.Cleanup(func() { f.Delete(context.Background()) })
-	return f
+	fs.modules = append(fs.modules, namedFilter{"module-bloomd", f})
+	b.Cleanup(func() {
+		ctx := context.Background()
+		fs.script.Delete(ctx)
+		fs.plain.Delete(ctx)
+		c.Del(ctx, fs.perBit.key)
+		for _, m := range fs.modules {
+			m.f.Delete(ctx)
+		}
+	})
+	return fs
+}
+
+// filters returns every form but the per-bit helper, by their benchmark names.
+func (fs *benchForms) filters() []namedFilter {
+	return append([]namedFilter{{"script", fs.script}, {"plain", fs.plain}}, fs.modules...)
 }
 
 func BenchmarkAdd(b *testing.B) {
-	c := standalone(b)
 	ctx := context.Background()
-	f, seed := newBenchFilter(b, c)
+	fs := newBenchForms(b)
 	ks := benchKeys("add", 1<<16)
-	b.Run("seed-k-SETBIT", func(b *testing.B) {
+	b.Run("impl=k-SETBIT", func(b *testing.B) {
 		for i := 0; b.Loop(); i++ {
-			if _, err := seed.add(ctx, ks[i&(len(ks)-1)]); err != nil {
+			if _, err := fs.perBit.add(ctx, ks[i&(len(ks)-1)]); err != nil {
 				b.Fatal(err)
 			}
 		}
 		reportKeys(b, 1)
 	})
-	b.Run("redisfilter", func(b *testing.B) {
-		for i := 0; b.Loop(); i++ {
-			if _, err := f.Add(ctx, ks[i&(len(ks)-1)]); err != nil {
-				b.Fatal(err)
+	for _, nf := range fs.filters() {
+		b.Run("impl="+nf.name, func(b *testing.B) {
+			for i := 0; b.Loop(); i++ {
+				if _, err := nf.f.Add(ctx, ks[i&(len(ks)-1)]); err != nil {
+					b.Fatal(err)
+				}
 			}
-		}
-		reportKeys(b, 1)
-	})
-	plain := newBenchPlain(b, c)
-	b.Run("plain", func(b *testing.B) {
-		for i := 0; b.Loop(); i++ {
-			if _, err := plain.Add(ctx, ks[i&(len(ks)-1)]); err != nil {
-				b.Fatal(err)
-			}
-		}
-		reportKeys(b, 1)
-	})
+			reportKeys(b, 1)
+		})
+	}
 }
 
 func BenchmarkTest(b *testing.B) {
-	c := standalone(b)
 	ctx := context.Background()
-	f, seed := newBenchFilter(b, c)
+	fs := newBenchForms(b)
 	present := benchKeys("present", 1<<15)
-	if _, err := f.AddMany(ctx, present); err != nil {
+	if err := fs.perBit.addPipelined(ctx, present); err != nil {
 		b.Fatal(err)
 	}
-	if err := seed.addPipelined(ctx, present); err != nil {
-		b.Fatal(err)
+	for _, nf := range fs.filters() {
+		if _, err := nf.f.AddMany(ctx, present); err != nil {
+			b.Fatal(err)
+		}
 	}
-	// Half present, half absent: the seed helper stops at the first clear bit, as ours does.
+	// Half present, half absent.
 	ks := append(present[:1<<14:1<<14], benchKeys("absent", 1<<14)...)
-	b.Run("seed-k-GETBIT", func(b *testing.B) {
+	b.Run("impl=k-GETBIT", func(b *testing.B) {
 		for i := 0; b.Loop(); i++ {
-			if _, err := seed.test(ctx, ks[i&(len(ks)-1)]); err != nil {
+			if _, err := fs.perBit.test(ctx, ks[i&(len(ks)-1)]); err != nil {
 				b.Fatal(err)
 			}
 		}
 		reportKeys(b, 1)
 	})
-	b.Run("redisfilter", func(b *testing.B) {
-		for i := 0; b.Loop(); i++ {
-			if _, err := f.Test(ctx, ks[i&(len(ks)-1)]); err != nil {
-				b.Fatal(err)
+	for _, nf := range fs.filters() {
+		b.Run("impl="+nf.name, func(b *testing.B) {
+			for i := 0; b.Loop(); i++ {
+				if _, err := nf.f.Test(ctx, ks[i&(len(ks)-1)]); err != nil {
+					b.Fatal(err)
+				}
 			}
-		}
-		reportKeys(b, 1)
-	})
-	plain := newBenchPlain(b, c)
-	if _, err := plain.AddMany(ctx, present); err != nil {
-		b.Fatal(err)
+			reportKeys(b, 1)
+		})
 	}
-	b.Run("plain", func(b *testing.B) {
-		for i := 0; b.Loop(); i++ {
-			if _, err := plain.Test(ctx, ks[i&(len(ks)-1)]); err != nil {
-				b.Fatal(err)
-			}
-		}
-		reportKeys(b, 1)
-	})
 }
 
 func BenchmarkAddMany(b *testing.B) {
-	c := standalone(b)
 	ctx := context.Background()
-	f, seed := newBenchFilter(b, c)
+	fs := newBenchForms(b)
 	batches := make([][][]byte, 64)
 	for i := range batches {
 		batches[i] = benchKeys(fmt.Sprintf("batch%d", i), benchBatch)
 	}
-	b.Run("seed-k-SETBIT-loop", func(b *testing.B) {
+	b.Run("impl=k-SETBIT-loop", func(b *testing.B) {
 		for i := 0; b.Loop(); i++ {
 			for _, key := range batches[i%len(batches)] {
-				if _, err := seed.add(ctx, key); err != nil {
+				if _, err := fs.perBit.add(ctx, key); err != nil {
 					b.Fatal(err)
 				}
 			}
 		}
 		reportKeys(b, benchBatch)
 	})
-	b.Run("seed-k-SETBIT-pipelined", func(b *testing.B) {
+	b.Run("impl=k-SETBIT-pipelined", func(b *testing.B) {
 		for i := 0; b.Loop(); i++ {
-			if err := seed.addPipelined(ctx, batches[i%len(batches)]); err != nil {
+			if err := fs.perBit.addPipelined(ctx, batches[i%len(batches)]); err != nil {
 				b.Fatal(err)
 			}
 		}
 		reportKeys(b, benchBatch)
 	})
-	plain := newBenchPlain(b, c)
-	for _, tc := range []struct {
-		name string
-		f    *Filter
-	}{{"redisfilter", f}, {"plain", plain}} {
-		b.Run(tc.name, func(b *testing.B) {
-			start := serverUsec(b, c)
+	for _, nf := range fs.filters() {
+		b.Run("impl="+nf.name, func(b *testing.B) {
+			script := nf.name == "script" || nf.name == "plain"
+			var start float64
+			if script {
+				start = serverUsec(b, fs.c)
+			}
 			for i := 0; b.Loop(); i++ {
-				if _, err := tc.f.AddMany(ctx, batches[i%len(batches)]); err != nil {
+				if _, err := nf.f.AddMany(ctx, batches[i%len(batches)]); err != nil {
 					b.Fatal(err)
 				}
 			}
 			reportKeys(b, benchBatch)
-			reportServer(b, c, start, benchBatch)
+			if script {
+				reportServer(b, fs.c, start, benchBatch)
+			}
 		})
 	}
 }
 
 func BenchmarkTestMany(b *testing.B) {
-	c := standalone(b)
 	ctx := context.Background()
-	f, _ := newBenchFilter(b, c)
-	if _, err := f.AddMany(ctx, benchKeys("batch0", benchBatch)); err != nil {
-		b.Fatal(err)
+	fs := newBenchForms(b)
+	present := benchKeys("batch0", benchBatch)
+	for _, nf := range fs.filters() {
+		if _, err := nf.f.AddMany(ctx, present); err != nil {
+			b.Fatal(err)
+		}
 	}
-	batch := append(benchKeys("batch0", benchBatch/2), benchKeys("absent", benchBatch/2)...)
-	plain := newBenchPlain(b, c)
-	if _, err := plain.AddMany(ctx, benchKeys("batch0", benchBatch)); err != nil {
-		b.Fatal(err)
-	}
-	for _, tc := range []struct {
-		name string
-		f    *Filter
-	}{{"redisfilter", f}, {"plain", plain}} {
-		b.Run(tc.name, func(b *testing.B) {
-			start := serverUsec(b, c)
+	batch := append(present[:benchBatch/2:benchBatch/2], benchKeys("absent", benchBatch/2)...)
+	for _, nf := range fs.filters() {
+		b.Run("impl="+nf.name, func(b *testing.B) {
+			script := nf.name == "script" || nf.name == "plain"
+			var start float64
+			if script {
+				start = serverUsec(b, fs.c)
+			}
 			for b.Loop() {
-				if _, err := tc.f.TestMany(ctx, batch); err != nil {
+				if _, err := nf.f.TestMany(ctx, batch); err != nil {
 					b.Fatal(err)
 				}
 			}
 			reportKeys(b, benchBatch)
-			reportServer(b, c, start, benchBatch)
+			if script {
+				reportServer(b, fs.c, start, benchBatch)
+			}
 		})
 	}
-}
-
-// BenchmarkModuleBloomd measures module mode with bloomd as the server: BF.INSERT and BF.EXISTS
-// per key, BF.INSERT and BF.MEXISTS per batch.
-func BenchmarkModuleBloomd(b *testing.B) {
-	c := bloomdClient(b)
-	ctx := context.Background()
-	f, err := NewModule(ctx, c, uniqueName(b), benchN, benchP, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { f.Delete(context.Background()) })
-	ks := benchKeys("add", 1<<16)
-	b.Run("Add", func(b *testing.B) {
-		for i := 0; b.Loop(); i++ {
-			if _, err := f.Add(ctx, ks[i&(len(ks)-1)]); err != nil {
-				b.Fatal(err)
-			}
-		}
-		reportKeys(b, 1)
-	})
-	b.Run("Test", func(b *testing.B) {
-		for i := 0; b.Loop(); i++ {
-			if _, err := f.Test(ctx, ks[(i*7)&(len(ks)-1)]); err != nil {
-				b.Fatal(err)
-			}
-		}
-		reportKeys(b, 1)
-	})
-	batch := benchKeys("batch", benchBatch)
-	b.Run("AddMany", func(b *testing.B) {
-		for b.Loop() {
-			if _, err := f.AddMany(ctx, batch); err != nil {
-				b.Fatal(err)
-			}
-		}
-		reportKeys(b, benchBatch)
-	})
-	b.Run("TestMany", func(b *testing.B) {
-		for b.Loop() {
-			if _, err := f.TestMany(ctx, batch); err != nil {
-				b.Fatal(err)
-			}
-		}
-		reportKeys(b, benchBatch)
-	})
 }

@@ -93,4 +93,12 @@
 //
 // Handles hold parameters and a client, never bits; they are safe for concurrent use by multiple
 // goroutines, and any number of handles in any number of processes may share one filter.
+//
+// # Examples
+//
+// Example_cachePenetrationGuard keeps the filter of existing user ids in Redis in front of a
+// database; ExampleNewPlain shares a key with Java services that use the Spring
+// BloomFilterHelper. Both need a Redis server on localhost:6379, so go test compiles them without
+// running them. The ExampleSpringHelper examples run: they show the helper's sizes and how each
+// Java funnel's keys are written from Go.
 package redisfilter

@@ -12,8 +12,8 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// The sizes the arithmetic gives, worked by hand from the helper's formulas; TestJavaSpringHelper
-// checks many more against the Java code itself.
+// Sizes worked by hand from the Spring helper's formulas (m = -n·ln p / ln²2 truncated, k =
+// round(m/n·ln 2)); TestJavaSpringHelper checks many more against the Java code itself.
 func TestSpringHelperSize(t *testing.T) {
 	m, k, err := SpringHelperSize(1_000_000, 0.01)
 	if err != nil || m != 9585058 || k != 7 {

@@ -349,8 +349,8 @@ func BenchmarkCheck(b *testing.B) {
 	cmd := tb.Lookup("bf.add")
 	args := [][]byte{[]byte("bf.add"), []byte("c:12345"), []byte("item")}
 	for _, c := range []struct{ name, rules string }{
-		{"default", ""},
-		{"3patterns", "on +@all ~a:* %R~b:* %W~c:*"},
+		{"user=default", ""},
+		{"user=3-key-patterns", "on +@all ~a:* %R~b:* %W~c:*"},
 	} {
 		u := tb.NewDefaultUser()
 		if c.rules != "" {

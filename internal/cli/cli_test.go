@@ -141,3 +141,27 @@ func TestOutputNeedsForce(t *testing.T) {
 		t.Fatalf("the error names the temporary file: %q", r.stderr)
 	}
 }
+
+// TestCheckArgs: known subcommands and flags pass without running anything; unknown ones fail.
+func TestCheckArgs(t *testing.T) {
+	for _, ok := range [][]string{
+		{"calc", "-n", "1M", "-p", "0.01"},
+		{"build", "-n", "200000", "-p", "0.001", "-o", "phones.bloom", "phones.txt"},
+		{"test", "missing-file.bloom", "x"},
+		{"help", "build"},
+		{"--help"},
+	} {
+		if err := CheckArgs(ok); err != nil {
+			t.Errorf("CheckArgs(%q) = %v; want nil", ok, err)
+		}
+	}
+	for _, bad := range [][]string{
+		{"calculate", "-n", "1M"},
+		{"calc", "--capacity", "1M"},
+		{"build", "--no-such-flag", "x.txt"},
+	} {
+		if err := CheckArgs(bad); err == nil {
+			t.Errorf("CheckArgs(%q) = nil; want an error", bad)
+		}
+	}
+}

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Measures bloomd's durability costs: the table of BENCHMARKS.md's "bloomd durability" section.
+# Measures bloomd's durability costs: the table of BENCHMARKS.md's "What do bloomd's durability
+# settings cost?" section (bench/run.sh durability).
 #
 #   internal/persist/bench.sh                  # 3 rounds of 1M requests per test, 4 GB snapshot
 #   N=2000000 ROUNDS=5 GB=8 internal/persist/bench.sh

@@ -2,10 +2,12 @@ package server
 
 import (
 	"bytes"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/bloomd/bloom/internal/redistest"
 	"github.com/bloomd/bloom/internal/resp"
 )
 
@@ -96,5 +98,42 @@ func checkHello(t *testing.T, v resp.Value, proto int64) {
 	mods := fields["modules"]
 	if len(mods.Elems) != 1 || len(mods.Elems[0].Elems) != 8 || mods.Elems[0].Elems[1].Text() != "bf" || mods.Elems[0].Elems[3].Int != 20628 {
 		t.Errorf("HELLO modules: %v", mods)
+	}
+}
+
+// TestTranscriptsAgainstRedisBloom replays every recorded transcript against the real RedisBloom
+// module named by REDISBLOOM_SO, loaded into a redis-server started for each file on a free
+// loopback port, and requires the recorded bytes: it shows how the files were made, and that
+// they are still what RedisBloom answers. Only HELLO 3's reply, which names the module's path
+// and the connection's id, is compared loosely.
+//
+//	REDISBLOOM_SO=/path/to/redisbloom.so go test ./internal/server -run TestTranscriptsAgainstRedisBloom
+func TestTranscriptsAgainstRedisBloom(t *testing.T) {
+	so := os.Getenv("REDISBLOOM_SO")
+	if so == "" {
+		t.Skip("REDISBLOOM_SO is not set: not replaying the transcripts against RedisBloom")
+	}
+	files, err := filepath.Glob("testdata/redisbloom/*.txt")
+	if err != nil || len(files) < 5 {
+		t.Fatalf("transcripts: %v %v", files, err)
+	}
+	for _, path := range files {
+		t.Run(filepath.Base(path), func(t *testing.T) {
+			srv := redistest.New(t, &redistest.Options{Args: []string{"--loadmodule", so, "--save", "", "--appendonly", "no"}})
+			c := dial(t, srv.Addr)
+			for _, b := range readTranscript(t, path) {
+				c.send(b.args...)
+				got, v := c.read()
+				if b.cmd == "HELLO 3" {
+					if v.Kind != '%' {
+						t.Errorf("HELLO 3: %v", v)
+					}
+					continue
+				}
+				if !bytes.Equal(got, b.reply) {
+					t.Errorf("%s:%d: > %.200s\nRedisBloom answered:\n%s\nrecorded:\n%s", filepath.Base(path), b.line, b.cmd, formatReply(got), formatReply(b.reply))
+				}
+			}
+		})
 	}
 }

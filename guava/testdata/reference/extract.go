@@ -1,8 +1,8 @@
 //go:build ignore
 
-// extract turns the Guava golden vectors of the project's shared reference set (a directory of
-// <case>.bin and <case>.json files written by Guava 31.1) into the compact fixtures the tests
-// read: it copies each .bin here, writes the JSON's expectations as <case>.txt in the format of
+// extract turns Guava golden vectors (a directory of <case>.bin and <case>.json files, written by
+// a Java program with Guava 31.1: the writeTo bytes, and the parameters, answers and per-key hash
+// details) into the compact fixtures the tests read: it copies each .bin here, writes the JSON's expectations as <case>.txt in the format of
 // ../README.md, and writes the per-key hash details to the root package's
 // testdata/guava/positions.tsv. Run from this directory:
 //
