@@ -156,6 +156,12 @@ func (r *Reader) fill() error {
 			return err
 		}
 	}
+	n, err := r.src.Read(r.space())
+	return r.commit(n, err)
+}
+
+// space makes room for a read and returns the free end of the buffer.
+func (r *Reader) space() []byte {
 	if r.start == r.end && r.want < 0 {
 		// Idle: rewind, and give back a buffer that one large message grew.
 		r.start, r.end, r.scanLine = 0, 0, -1
@@ -176,7 +182,11 @@ func (r *Reader) fill() error {
 			r.buf = nb
 		}
 	}
-	n, err := r.src.Read(r.buf[r.end:])
+	return r.buf[r.end:]
+}
+
+// commit takes the result of a read into space.
+func (r *Reader) commit(n int, err error) error {
 	if n < 0 || n > len(r.buf)-r.end {
 		return errors.New("resp: invalid count from Read")
 	}
@@ -191,6 +201,20 @@ func (r *Reader) fill() error {
 		}
 	}
 	return nil
+}
+
+// Space makes room for a read and returns the free end of the buffer, for a server that reads
+// the source itself rather than through Fill (several sockets in one system call); Commit then
+// takes the result of that read. Nothing else may be called on r between the two.
+func (r *Reader) Space() []byte { return r.space() }
+
+// Commit takes the result of a read into the slice Space returned: n bytes, and the error the
+// source would have returned. Its results are those of Fill; it does not read.
+func (r *Reader) Commit(n int, err error) error {
+	if r.err != nil {
+		return r.eof()
+	}
+	return r.commit(n, err)
 }
 
 // eof returns the sticky read error, turning io.EOF into io.ErrUnexpectedEOF when a message has

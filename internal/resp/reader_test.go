@@ -375,3 +375,43 @@ func TestSmallBulkLimit(t *testing.T) {
 		t.Fatalf("a 100-byte argument with MaxBulk 64: %v", err)
 	}
 }
+
+// Space and Commit read as Fill does, with the caller making the read.
+func TestSpaceCommit(t *testing.T) {
+	r := NewReader(nil)
+	in := []byte("*2\r\n$4\r\nPING\r\n$2\r\nhi\r\n*1\r\n$4\r\nPING\r\n")
+	feed := func(b []byte) error {
+		n := copy(r.Space(), b)
+		return r.Commit(n, nil)
+	}
+	if err := feed(in[:10]); err != nil {
+		t.Fatal(err)
+	}
+	if args, err := r.ReadBuffered(); args != nil || err != nil {
+		t.Fatalf("a partial request: %q, %v", args, err)
+	}
+	if err := feed(in[10:]); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"PING hi", "PING"} {
+		args, err := r.ReadBuffered()
+		if err != nil || string(bytes.Join(args, []byte(" "))) != want {
+			t.Fatalf("got %q, %v; want %q", args, err, want)
+		}
+	}
+	if err := r.Commit(0, ErrWouldBlock); err != ErrWouldBlock {
+		t.Fatalf("would block: %v", err)
+	}
+	if err := feed([]byte("*1\r\n$4\r\nPI")); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Commit(0, io.EOF); err != io.ErrUnexpectedEOF {
+		t.Fatalf("end inside a request: %v, want io.ErrUnexpectedEOF", err)
+	}
+	if err := r.Commit(0, nil); err != io.ErrUnexpectedEOF {
+		t.Fatalf("after the end: %v, want the sticky error", err)
+	}
+	if err := NewReader(nil).Commit(5, nil); err == nil {
+		t.Fatal("a count beyond the buffer was accepted")
+	}
+}

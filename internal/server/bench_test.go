@@ -175,6 +175,16 @@ func TestLoopAllocs(t *testing.T) {
 	if !loopsSupported {
 		t.Skip("no event loops on this system")
 	}
+	for _, ring := range []bool{true, false} {
+		t.Run(fmt.Sprintf("ring=%v", ring), func(t *testing.T) {
+			defer func(old bool) { useRing = old }(useRing)
+			useRing = ring
+			testLoopAllocs(t)
+		})
+	}
+}
+
+func testLoopAllocs(t *testing.T) {
 	s := startServer(t, func(c *Config) { c.EventLoops = 1 })
 	s.Exec([]byte("BF.RESERVE"), []byte("bf"), []byte("0.01"), []byte("100000"))
 	nc, err := net.Dial("tcp", s.addr())

@@ -46,6 +46,7 @@ type Conn struct {
 	fd       int
 	out      []byte // replies the socket did not take yet; no more commands run until it does
 	closing  bool   // close once out is written
+	inRing   bool   // its replies are queued in the loop's ring (loop.queueWrite)
 	deadline int64  // unix ms after which an idle connection is closed; 0 for none
 	fdMu     sync.Mutex
 	fdClosed bool // under fdMu: the loop closed fd, which kill must not touch

@@ -74,20 +74,22 @@ func serveFreePort(t testing.TB, s *Server) {
 }
 
 // testLoops is the io-threads setting of the servers tests start; forEachIOMode runs a test with
-// event loops and with a goroutine per connection.
+// event loops (batching reads and writes through io_uring where the system has it, and with a
+// system call each), and with a goroutine per connection.
 var testLoops = 0
 
 func forEachIOMode(t *testing.T, test func(t *testing.T)) {
 	for _, m := range []struct {
 		name  string
 		loops int
-	}{{"loops", 0}, {"goroutines", -1}} {
+		ring  bool
+	}{{"loops", 0, true}, {"loops-syscalls", 0, false}, {"goroutines", -1, true}} {
 		if m.loops >= 0 && !loopsSupported {
 			continue
 		}
 		t.Run(m.name, func(t *testing.T) {
-			defer func(old int) { testLoops = old }(testLoops)
-			testLoops = m.loops
+			defer func(old int, ring bool) { testLoops, useRing = old, ring }(testLoops, useRing)
+			testLoops, useRing = m.loops, m.ring
 			test(t)
 		})
 	}

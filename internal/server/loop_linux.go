@@ -14,6 +14,7 @@ import (
 	"unsafe"
 
 	"github.com/bloomd/bloom/internal/resp"
+	"github.com/bloomd/bloom/internal/uring"
 )
 
 // A loop serves many plain-TCP connections from one goroutine, as Redis does: it waits for
@@ -34,6 +35,14 @@ type loop struct {
 	nconns int
 	dirty  []*Conn      // connections with replies to write this iteration
 	wait   func() error // the latest journal wait of this iteration
+
+	// With io_uring (nil without), an iteration reads every readable socket with one system
+	// call and writes every reply with another, instead of a read and a write per socket.
+	ring      *uring.Ring
+	reading   []*Conn     // connections to read in this iteration's batch
+	writing   []*Conn     // connections whose replies are queued in the ring
+	abandoned []*Conn     // see ringFailed
+	deadRing  *uring.Ring // see ringFailed
 
 	mu       sync.Mutex
 	incoming []*Conn
@@ -98,8 +107,21 @@ func newLoop(s *Server) (*loop, error) {
 	lp := &loop{srv: s, epfd: epfd, epf: epf, rc: rc, efd: efd, gs: gateState{slot: s.gate.register()},
 		events: make([]syscall.EpollEvent, 256)}
 	lp.pollFn = lp.pollOnce
+	if useRing {
+		if lp.ring, err = uring.New(ringEntries); err != nil {
+			s.log.Debug("io_uring unavailable; the event loop reads and writes with a system call each", "err", err)
+			lp.ring = nil
+		}
+	}
 	return lp, nil
 }
+
+// useRing makes event loops batch their reads and writes through io_uring where the system has
+// it; tests turn it off to cover the other path.
+var useRing = true
+
+// ringEntries is the most reads or writes submitted at once; more take several submissions.
+const ringEntries = 256
 
 // poll returns the ready events, parking in the runtime's poller until there are some, or until
 // the deadline when the loop has idle connections to time out.
@@ -242,6 +264,11 @@ func (lp *loop) run() {
 	defer lp.srv.gate.unregister(lp.gs.slot)
 	defer lp.epf.Close()
 	defer syscall.Close(lp.efd)
+	defer func() {
+		if lp.ring != nil {
+			lp.ring.Close()
+		}
+	}()
 	for {
 		n, err := lp.poll()
 		if err != nil {
@@ -270,8 +297,15 @@ func (lp *loop) run() {
 				lp.writeOut(c)
 			}
 			if ev.Events&(syscall.EPOLLIN|syscall.EPOLLHUP|syscall.EPOLLERR) != 0 && len(c.out) == 0 && !c.closing {
-				lp.readable(c, now)
+				if lp.ring != nil {
+					lp.reading = append(lp.reading, c)
+				} else {
+					lp.readable(c, now)
+				}
 			}
+		}
+		if len(lp.reading) > 0 {
+			lp.readBatch(now)
 		}
 		lp.finish()
 		if lp.stopSeen || lp.srv.timeout.Load() > 0 {
@@ -404,8 +438,85 @@ func (lp *loop) expire(now time.Time) {
 }
 
 // readable reads once from c and runs the requests that completed.
-func (lp *loop) readable(c *Conn, now time.Time) {
-	switch err := c.rd.Fill(); {
+func (lp *loop) readable(c *Conn, now time.Time) { lp.afterRead(c, c.rd.Fill(), now) }
+
+// readBatch reads the connections of lp.reading through the ring, one system call for all (or
+// for each ringEntries of them), and runs the requests that completed.
+func (lp *loop) readBatch(now time.Time) {
+	lo := 0
+	for i, c := range lp.reading {
+		if lp.conn(c.fd) != c || len(c.out) > 0 || c.closing {
+			lp.reading[i] = nil // closed or busy meanwhile
+			continue
+		}
+		if lp.ring != nil && lp.ring.Full() {
+			lp.submitReads(lo, i, now)
+			lo = i
+			if lp.conn(c.fd) != c || len(c.out) > 0 || c.closing {
+				lp.reading[i] = nil
+				continue
+			}
+		}
+		if lp.ring == nil {
+			lp.reading[i] = nil
+			lp.readable(c, now) // the ring failed
+			continue
+		}
+		lp.ring.Recv(c.fd, c.rd.Space(), uint64(i))
+	}
+	if lp.ring != nil {
+		lp.submitReads(lo, len(lp.reading), now)
+	}
+	clear(lp.reading)
+	lp.reading = lp.reading[:0]
+}
+
+// submitReads submits the reads queued for lp.reading[lo:hi] and runs what they brought.
+func (lp *loop) submitReads(lo, hi int, now time.Time) {
+	done, err := lp.ring.Submit()
+	for _, d := range done {
+		c := lp.reading[d.Tag]
+		lp.reading[d.Tag] = nil
+		n, rerr := 0, error(nil)
+		switch {
+		case d.Res > 0:
+			n = int(d.Res)
+			lp.srv.stats.netIn.Add(int64(n))
+		case d.Res == 0:
+			rerr = errEOF
+		case syscall.Errno(-d.Res) == syscall.EAGAIN:
+			rerr = resp.ErrWouldBlock
+		default:
+			rerr = syscall.Errno(-d.Res)
+		}
+		lp.afterRead(c, c.rd.Commit(n, rerr), now)
+	}
+	if err != nil {
+		lp.ringFailed(err, lp.reading[lo:hi])
+	}
+}
+
+// ringFailed gives up the ring after a failed submission; the loop goes on with a system call
+// per read and write. An operation without a result may still be in the kernel's hands, using
+// its connection's buffer: those connections (the non-nil ones of unfinished) are closed, and
+// kept referenced, with the ring, for the life of the loop. Sockets made non-blocking for each
+// operation (MSG_DONTWAIT) finish during the submission, so this does not happen in practice.
+func (lp *loop) ringFailed(err error, unfinished []*Conn) {
+	lp.srv.log.Error("io_uring failed; the event loop goes on with plain system calls", "err", err)
+	for i, c := range unfinished {
+		if c != nil {
+			lp.abandoned = append(lp.abandoned, c)
+			lp.close(c)
+			unfinished[i] = nil
+		}
+	}
+	lp.deadRing = lp.ring
+	lp.ring = nil
+}
+
+// afterRead runs the requests that a read of c (with result err) completed.
+func (lp *loop) afterRead(c *Conn, err error, now time.Time) {
+	switch {
 	case err == nil:
 	case err == resp.ErrWouldBlock:
 		return
@@ -522,8 +633,17 @@ func (lp *loop) finish() {
 			c.publishedAt = lp.nowMs
 			c.publish()
 		}
-		lp.write(c)
-		if c.closing && len(c.out) == 0 {
+		if lp.ring != nil {
+			lp.queueWrite(c)
+		} else {
+			lp.write(c)
+		}
+	}
+	if len(lp.writing) > 0 {
+		lp.submitWrites()
+	}
+	for _, c := range lp.dirty {
+		if c.closing && len(c.out) == 0 && lp.conn(c.fd) == c {
 			lp.close(c)
 		}
 	}
@@ -543,6 +663,12 @@ func (lp *loop) write(c *Conn) {
 		return
 	}
 	n, err := writeFD(c.fd, b)
+	lp.wrote(c, n, err)
+}
+
+// wrote takes the result of writing c's buffered replies: n bytes written, then err.
+func (lp *loop) wrote(c *Conn, n int, err error) {
+	b := c.w.Bytes()
 	lp.srv.stats.netOut.Add(int64(n))
 	if err != nil {
 		c.w.Clear()
@@ -555,6 +681,61 @@ func (lp *loop) write(c *Conn) {
 		lp.watch(c, syscall.EPOLLOUT)
 	}
 	c.w.Clear()
+}
+
+// queueWrite queues c's buffered replies in the ring, as write would write them.
+func (lp *loop) queueWrite(c *Conn) {
+	b := c.w.Bytes()
+	if len(b) == 0 || c.inRing {
+		return
+	}
+	if len(c.out) > 0 {
+		c.out = append(c.out, b...)
+		c.w.Clear()
+		return
+	}
+	if lp.ring.Full() {
+		lp.submitWrites()
+		if lp.ring == nil {
+			lp.write(c) // the ring failed
+			return
+		}
+	}
+	lp.ring.Send(c.fd, b, uint64(len(lp.writing)))
+	lp.writing = append(lp.writing, c)
+	c.inRing = true
+}
+
+// submitWrites submits the writes queued in the ring.
+func (lp *loop) submitWrites() {
+	done, err := lp.ring.Submit()
+	for _, d := range done {
+		c := lp.writing[d.Tag]
+		lp.writing[d.Tag] = nil
+		c.inRing = false
+		switch n := int(d.Res); {
+		case n < 0 && syscall.Errno(-n) != syscall.EAGAIN:
+			lp.wrote(c, 0, syscall.Errno(-n))
+		case n < len(c.w.Bytes()):
+			// The socket took part (or none): try the rest as write does, with a plain
+			// write (it stops at EAGAIN).
+			n = max(n, 0)
+			m, err := writeFD(c.fd, c.w.Bytes()[n:])
+			lp.wrote(c, n+m, err)
+		default:
+			lp.wrote(c, n, nil)
+		}
+	}
+	if err != nil {
+		for _, c := range lp.writing {
+			if c != nil {
+				c.inRing = false
+			}
+		}
+		lp.ringFailed(err, lp.writing)
+	}
+	clear(lp.writing)
+	lp.writing = lp.writing[:0]
 }
 
 // writeOut writes pending output when the socket can take more; once it is all written, the

@@ -10,6 +10,9 @@ import (
 // Without epoll every connection has its own goroutine.
 const loopsSupported = false
 
+// useRing means nothing without event loops.
+var useRing = false
+
 type loop struct{ gs gateState }
 
 func (lp *loop) stop()                                                   {}
