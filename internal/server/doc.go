@@ -16,7 +16,8 @@
 // core but one), as Redis serves its clients: a loop waits for readable sockets with epoll,
 // reads each once into the connection's resp.Reader, runs every complete request in the buffer,
 // waits once for the journal (all of the iteration's writes), then writes each connection's
-// replies with one write. An idle loop parks in the Go runtime's poller (its epoll descriptor is
+// replies with one write. Where the kernel has io_uring (internal/uring), the reads of an
+// iteration are one system call for all its sockets, and so are the writes. An idle loop parks in the Go runtime's poller (its epoll descriptor is
 // registered there) rather than in a blocking system call, which would cost two thread switches
 // per wake-up. TLS connections, and all connections elsewhere, have a goroutine each, which
 // reads, runs the complete requests, and flushes once before it reads again: one write per

@@ -22,7 +22,8 @@ import (
 // the iteration's journal records durable with one wait, and writes each connection's replies
 // with one write. Compared with a goroutine per connection this saves, per request, the read that
 // finds nothing before the goroutine parks, and the scheduler's wake-ups; bloomd runs one loop
-// per core.
+// per core. With io_uring, all the reads of an iteration are one system call, and all the writes
+// another (readBatch, finish).
 type loop struct {
 	srv    *Server
 	epfd   int
