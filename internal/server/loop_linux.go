@@ -122,7 +122,7 @@ func newLoop(s *Server) (*loop, error) {
 var useRing = true
 
 // ringEntries is the most reads or writes submitted at once; more take several submissions.
-const ringEntries = 256
+var ringEntries uint32 = 256
 
 // poll returns the ready events, parking in the runtime's poller until there are some, or until
 // the deadline when the loop has idle connections to time out.
@@ -478,6 +478,9 @@ func (lp *loop) submitReads(lo, hi int, now time.Time) {
 	for _, d := range done {
 		c := lp.reading[d.Tag]
 		lp.reading[d.Tag] = nil
+		if lp.conn(c.fd) != c {
+			continue // closed by a request of a connection before it in this batch
+		}
 		n, rerr := 0, error(nil)
 		switch {
 		case d.Res > 0:
@@ -485,8 +488,8 @@ func (lp *loop) submitReads(lo, hi int, now time.Time) {
 			lp.srv.stats.netIn.Add(int64(n))
 		case d.Res == 0:
 			rerr = errEOF
-		case syscall.Errno(-d.Res) == syscall.EAGAIN:
-			rerr = resp.ErrWouldBlock
+		case syscall.Errno(-d.Res) == syscall.EAGAIN || syscall.Errno(-d.Res) == syscall.EINTR:
+			rerr = resp.ErrWouldBlock // epoll reports the socket again if it has bytes
 		default:
 			rerr = syscall.Errno(-d.Res)
 		}
@@ -714,8 +717,11 @@ func (lp *loop) submitWrites() {
 		c := lp.writing[d.Tag]
 		lp.writing[d.Tag] = nil
 		c.inRing = false
+		if lp.conn(c.fd) != c {
+			continue // closed meanwhile
+		}
 		switch n := int(d.Res); {
-		case n < 0 && syscall.Errno(-n) != syscall.EAGAIN:
+		case n < 0 && syscall.Errno(-n) != syscall.EAGAIN && syscall.Errno(-n) != syscall.EINTR:
 			lp.wrote(c, 0, syscall.Errno(-n))
 		case n < len(c.w.Bytes()):
 			// The socket took part (or none): try the rest as write does, with a plain
