@@ -12,8 +12,12 @@ import (
 
 // Linux's io_uring ABI (include/uapi/linux/io_uring.h).
 const (
-	sysSetup = 425
-	sysEnter = 426
+	sysSetup    = 425
+	sysEnter    = 426
+	sysRegister = 427
+
+	registerProbe = 8 // IORING_REGISTER_PROBE, Linux 5.6
+	opSupported   = 1 // IO_URING_OP_SUPPORTED
 
 	offSQRing = 0
 	offCQRing = 0x8000000
@@ -103,12 +107,42 @@ func New(entries uint32) (*Ring, error) {
 		return nil, fmt.Errorf("uring: io_uring_setup: %w", errno)
 	}
 	r := &Ring{fd: int(fd)}
+	if err := r.probe(); err != nil {
+		r.Close()
+		return nil, err
+	}
 	if err := r.mmap(&p); err != nil {
 		r.Close()
 		return nil, err
 	}
 	r.done = make([]Completion, 0, p.cqEntries)
 	return r, nil
+}
+
+// probe checks that the kernel has the operations a Ring queues: io_uring came in Linux 5.1,
+// its send and receive operations in 5.6, and on a kernel between the two every operation would
+// complete with -EINVAL, which a caller would take for a broken socket.
+func (r *Ring) probe() error {
+	var pr struct {
+		lastOp, opsLen uint8
+		resv           uint16
+		resv2          [3]uint32
+		ops            [256]struct {
+			op, resv uint8
+			flags    uint16
+			resv2    uint32
+		}
+	}
+	_, _, errno := syscall.Syscall6(sysRegister, uintptr(r.fd), registerProbe, uintptr(unsafe.Pointer(&pr)), uintptr(len(pr.ops)), 0, 0)
+	if errno != 0 {
+		return fmt.Errorf("uring: io_uring_register(IORING_REGISTER_PROBE): %w", errno)
+	}
+	for _, op := range []uint8{opSend, opRecv} {
+		if op > pr.lastOp || int(op) >= int(pr.opsLen) || pr.ops[op].flags&opSupported == 0 {
+			return fmt.Errorf("uring: this kernel's io_uring has no operation %d (send and receive need Linux 5.6)", op)
+		}
+	}
+	return nil
 }
 
 func (r *Ring) mmap(p *params) error {
