@@ -36,23 +36,7 @@ func benchmarkExecuteBFAdd(b *testing.B, rules []string) {
 		}
 		c.acct.Store(s.acl.users.Get("bench"))
 	}
-	b.ReportAllocs()
-	b.ResetTimer()
-	for i := 0; i < b.N; i += 32 {
-		rw.off = 0
-		rw.out.Reset()
-		c.rd.Reset(rw)
-		for range 32 {
-			args, err := c.rd.ReadCommand()
-			if err != nil {
-				b.Fatal(err)
-			}
-			c.execute(args)
-		}
-		if err := c.flush(); err != nil {
-			b.Fatal(err)
-		}
-	}
+	executeBatches(b, c, rw)
 }
 
 // BenchmarkExecuteCFAddNX is BenchmarkExecuteBFAdd for CF.ADDNX on an existing cuckoo filter
@@ -68,6 +52,12 @@ func BenchmarkExecuteCFAddNX(b *testing.B) {
 	rw := &loopConn{in: in}
 	c := s.newConn(rw)
 	defer c.close()
+	executeBatches(b, c, rw)
+}
+
+// executeBatches runs the 32 commands of rw's input on c over and over, b.N commands in all,
+// as the server's read loop would: read, execute, and flush the replies once per batch.
+func executeBatches(b *testing.B, c *Conn, rw *loopConn) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i += 32 {
