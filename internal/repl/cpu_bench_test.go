@@ -2,14 +2,12 @@ package repl_test
 
 import (
 	"fmt"
-	"io"
 	"net"
 	"os"
 	"os/exec"
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -51,44 +49,14 @@ func BenchmarkPrimaryCPU(b *testing.B) {
 				}
 			}
 			pid := info(primary, "process_id")
-			const conns, depth, batches = 50, 16, 64
-			enc := make([][]byte, batches)
-			for i := range enc {
-				for j := range depth {
-					enc[i] = resp.AppendCommand(enc[i], []byte("BF.ADD"), []byte("bf"), []byte(strconv.Itoa((i*depth+j)*7919)))
-				}
-			}
-			per := max(b.N/conns, depth)
-			var wg sync.WaitGroup
 			b.ResetTimer()
 			cpu0, start := processCPU(b, pid), time.Now()
-			for k := range conns {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					nc, err := net.Dial("tcp", primary.Addr)
-					if err != nil {
-						b.Error(err)
-						return
-					}
-					defer nc.Close()
-					buf := make([]byte, 4*depth)
-					for i := 0; i < per; i += depth {
-						if _, err := nc.Write(enc[(k+i/depth)%batches]); err != nil {
-							b.Error(err)
-							return
-						}
-						if _, err := io.ReadFull(nc, buf); err != nil {
-							b.Error(err)
-							return
-						}
-					}
-				}()
-			}
-			wg.Wait()
+			n := redistest.PipelinedLoad(b, primary.Addr, 50, 16, b.N, func(i int) [][]byte {
+				return [][]byte{[]byte("BF.ADD"), []byte("bf"), []byte(strconv.Itoa(i * 7919))}
+			})
 			el, cpu := time.Since(start), processCPU(b, pid)-cpu0
 			b.StopTimer()
-			cmds := float64(per * conns)
+			cmds := float64(n)
 			b.ReportMetric(cmds/el.Seconds(), "cmds/s")
 			b.ReportMetric(float64(cpu.Nanoseconds())/cmds, "primary-cpu-ns/cmd")
 		})

@@ -7,61 +7,24 @@ import (
 	"net"
 	"runtime"
 	"strconv"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/bloomd/bloom/internal/redistest"
 	"github.com/bloomd/bloom/internal/resp"
 )
 
 // benchPipelined runs b.N commands made by mk over conns connections, depth commands per
-// pipelined batch, and reports commands per second. The client side allocates nothing per
-// command, so the allocations reported are the server's.
+// pipelined batch (redistest.PipelinedLoad), and reports commands per second. The client side
+// allocates nothing per command, so the allocations reported are the server's.
 func benchPipelined(b *testing.B, conns, depth int, mk func(i int) [][]byte) {
 	s := startServer(b, nil)
 	c := dial(b, s.addr())
 	c.do("BF.RESERVE", "bf", "0.01", "10000000")
-	// Pre-encode distinct batches, so that items vary.
-	const batches = 64
-	enc := make([][]byte, batches)
-	replyLen := make([]int, batches)
-	for i := range enc {
-		for j := range depth {
-			enc[i] = resp.AppendCommand(enc[i], mk(i*depth+j)...)
-		}
-		// Learn the reply length of the batch (":0\r\n" and ":1\r\n" are both 4 bytes).
-		replyLen[i] = 4 * depth
-	}
-	per := b.N / conns
-	var wg sync.WaitGroup
 	b.ResetTimer()
 	start := time.Now()
-	for k := range conns {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			nc, err := net.Dial("tcp", s.addr())
-			if err != nil {
-				b.Error(err)
-				return
-			}
-			defer nc.Close()
-			buf := make([]byte, 4*depth)
-			for i := 0; i < per; i += depth {
-				bi := (k + i/depth) % batches
-				if _, err := nc.Write(enc[bi]); err != nil {
-					b.Error(err)
-					return
-				}
-				if _, err := io.ReadFull(nc, buf[:replyLen[bi]]); err != nil {
-					b.Error(err)
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	b.ReportMetric(float64(per*conns)/time.Since(start).Seconds(), "cmds/s")
+	n := redistest.PipelinedLoad(b, s.addr(), conns, depth, b.N, mk)
+	b.ReportMetric(float64(n)/time.Since(start).Seconds(), "cmds/s")
 }
 
 func BenchmarkServerBFAdd(b *testing.B) {

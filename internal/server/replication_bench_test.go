@@ -2,14 +2,11 @@ package server
 
 import (
 	"fmt"
-	"io"
-	"net"
 	"strconv"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/bloomd/bloom/internal/resp"
+	"github.com/bloomd/bloom/internal/redistest"
 )
 
 // BenchmarkReplicatedBFAdd measures pipelined BF.ADD on a primary with 0, 1 and 2 replicas
@@ -36,44 +33,14 @@ func BenchmarkReplicatedBFAdd(b *testing.B) {
 			for _, r := range replicas {
 				waitSynced(b, p, r)
 			}
-			const conns, depth, batches = 50, 16, 64
-			enc := make([][]byte, batches)
-			for i := range enc {
-				for j := range depth {
-					enc[i] = resp.AppendCommand(enc[i], []byte("BF.ADD"), []byte("bf"), []byte(strconv.Itoa((i*depth+j)*7919)))
-				}
-			}
-			per := max(b.N/conns, depth)
-			var wg sync.WaitGroup
 			b.ResetTimer()
 			start := time.Now()
-			for k := range conns {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					nc, err := net.Dial("tcp", ps.addr())
-					if err != nil {
-						b.Error(err)
-						return
-					}
-					defer nc.Close()
-					buf := make([]byte, 4*depth)
-					for i := 0; i < per; i += depth {
-						if _, err := nc.Write(enc[(k+i/depth)%batches]); err != nil {
-							b.Error(err)
-							return
-						}
-						if _, err := io.ReadFull(nc, buf); err != nil {
-							b.Error(err)
-							return
-						}
-					}
-				}()
-			}
-			wg.Wait()
+			n := redistest.PipelinedLoad(b, ps.addr(), 50, 16, b.N, func(i int) [][]byte {
+				return [][]byte{[]byte("BF.ADD"), []byte("bf"), []byte(strconv.Itoa(i * 7919))}
+			})
 			el := time.Since(start)
 			b.StopTimer()
-			b.ReportMetric(float64(per*conns)/el.Seconds(), "cmds/s")
+			b.ReportMetric(float64(n)/el.Seconds(), "cmds/s")
 			if n > 0 {
 				caught := time.Now()
 				for _, r := range replicas {
