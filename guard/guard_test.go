@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/bloomd/bloom/guard"
+	"github.com/bloomd/bloom/internal/redistest"
 )
 
 // checkGuard runs the path of a Get against a real database db holding rows users: before the
@@ -21,7 +22,7 @@ func checkGuard(t *testing.T, db testDB, store guard.Store, rows int) *guard.Gua
 	t.Helper()
 	ctx := context.Background()
 	var queries countingInt
-	var logs syncBuffer
+	var logs redistest.Buffer
 	var progress []guard.Progress
 	g, err := guard.New(guard.Config[string]{
 		Store:     store,
@@ -339,7 +340,7 @@ func TestBadSource(t *testing.T) {
 	db := openSQLite(t)
 	createUsers(t, db, 50)
 	var queries countingInt
-	var logs syncBuffer
+	var logs redistest.Buffer
 	bad := guard.SQL(db.DB, "SELECT count(*) FROM users", "SELECT id FROM no_such_table")
 	g, err := guard.New(guard.Config[string]{Store: guard.Local(nil), Source: bad, Load: db.loader(&queries), Logger: quietLogger(&logs)})
 	if err != nil {

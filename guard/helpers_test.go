@@ -110,28 +110,11 @@ func (c *countingInt) get() int {
 }
 
 // quietLogger returns a logger that writes into buf (which may be nil to discard).
-func quietLogger(buf *syncBuffer) *slog.Logger {
+func quietLogger(buf *redistest.Buffer) *slog.Logger {
 	if buf == nil {
-		buf = &syncBuffer{}
+		buf = &redistest.Buffer{}
 	}
 	return slog.New(slog.NewTextHandler(buf, nil))
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // redisClient returns a client of the test binary's shared redis-server.

@@ -7,9 +7,10 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/bloomd/bloom/internal/redistest"
 )
 
 // exporterRules let prometheus-redis-exporter (as Debian packages it) do everything it does in
@@ -17,24 +18,6 @@ import (
 // and naming its connection. The test shows the list is enough on Redis and on bloomd: neither
 // logs a denial during the scrape.
 const exporterRules = "on >exporter-pass -@all +info +config|get +client|setname +slowlog|get +slowlog|len +latency|latest"
-
-// lockedBuffer collects a process's output from two pipes.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // scrape runs the exporter against addr as user "exporter" and returns one scrape of its
 // /metrics and its log.
@@ -48,7 +31,7 @@ func scrape(t *testing.T, bin, addr string) (string, string) {
 	ln.Close()
 	cmd := exec.Command(bin, "--redis.addr", "redis://"+addr, "--redis.user", "exporter", "--redis.password", "exporter-pass",
 		"--web.listen-address", web)
-	logs := &lockedBuffer{}
+	logs := &redistest.Buffer{}
 	cmd.Stdout, cmd.Stderr = logs, logs
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -11,9 +11,10 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/bloomd/bloom/internal/redistest"
 )
 
 // Tests that run the tools Redis operators use (prometheus-redis-exporter, redis-cli's
@@ -73,7 +74,7 @@ func TestPrometheusRedisExporter(t *testing.T) {
 				args = append(args, "-redis.password", pass)
 			}
 			cmd := exec.Command(bin, args...)
-			logs := &lockedBuffer{}
+			logs := &redistest.Buffer{}
 			cmd.Stdout, cmd.Stderr = logs, logs
 			if err := cmd.Start(); err != nil {
 				t.Fatal(err)
@@ -223,24 +224,6 @@ func TestRedisCliMonitoringModes(t *testing.T) {
 	if rows < 3 {
 		t.Errorf("--stat printed %d rows", rows)
 	}
-}
-
-// A lockedBuffer collects a program's output while the test reads it.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 // stdbufOrNot returns stdbuf, which makes redis-cli's output line-buffered into a pipe, or "env"
