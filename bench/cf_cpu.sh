@@ -11,23 +11,12 @@
 # (__rand_int__ over 1M values), pipelined P deep.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/lib.sh # $tmp, pids, cleanup at exit, freeport
 : "${REDISBLOOM_SO:?set REDISBLOOM_SO to a RedisBloom 2.6 module (redisbloom.so)}"
 N=${N:-500000}
 P=${P:-16}
-# freeport prints a loopback TCP port that nothing listens on now.
-freeport() {
-  python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-}
 REDIS_PORT=${REDIS_PORT:-$(freeport)}
 BLOOMD_PORT=${BLOOMD_PORT:-$(freeport)}
-tmp=$(mktemp -d)
-pids=()
-cleanup() {
-  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-  rm -rf "$tmp"
-}
-trap cleanup EXIT
 
 go build -o "$tmp/bloomd" ./cmd/bloomd
 redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --save "" --appendonly no --dir "$tmp" \

@@ -8,26 +8,15 @@
 #   N=1000000 ROUNDS=6 bench/scrape.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/lib.sh # $tmp, pids, cleanup at exit, freeport
 
 N=${N:-500000}
 ROUNDS=${ROUNDS:-4}
-# freeport prints a loopback TCP port that nothing listens on now.
-freeport() {
-  python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-}
 PORT=${PORT:-$(freeport)}
 MPORT=${MPORT:-$(freeport)}
 for p in redis-benchmark redis-cli curl; do
   command -v $p >/dev/null || { echo "scrape.sh: $p not found" >&2; exit 1; }
 done
-tmp=$(mktemp -d)
-pids=()
-cleanup() {
-  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-  rm -rf "$tmp"
-}
-trap cleanup EXIT
 go build -o "$tmp/bloomd" ./cmd/bloomd
 "$tmp/bloomd" --port "$PORT" --dir "$tmp" --appendonly no --save "" --metrics-port "$MPORT" \
   --metrics-filter-pattern '*' --loglevel warning &

@@ -24,6 +24,7 @@
 # TESTS (a pattern selecting tests by name, e.g. 'MADD|MEXISTS'), BLOOMD_ARGS.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/lib.sh # $tmp, pids, cleanup at exit, freeport
 
 N=${N:-1000000}
 ROUNDS=${ROUNDS:-3}
@@ -42,19 +43,7 @@ elif [ ! -r "$rb" ]; then
 fi
 tck=$(getconf CLK_TCK)
 
-tmp=$(mktemp -d)
-pids=()
-cleanup() {
-  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-  rm -rf "$tmp"
-}
-trap cleanup EXIT
 
-# freeport prints a loopback TCP port that nothing listens on now.
-freeport() {
-  python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-}
 
 go build -o "$tmp/bin/bloomd" ./cmd/bloomd
 

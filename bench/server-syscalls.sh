@@ -17,6 +17,7 @@
 # to the tracepoints (root, or kernel.perf_event_paranoid <= -1).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/lib.sh # $tmp, pids, cleanup at exit, freeport
 
 P=${1:-1}
 N=${2:-100000}
@@ -28,15 +29,6 @@ done
 rb=${REDISBLOOM_SO:-}
 [ -n "$rb" ] || echo "server-syscalls.sh: REDISBLOOM_SO is not set: counting bloomd alone." >&2
 
-tmp=$(mktemp -d)
-pids=()
-cleanup() {
-  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-  rm -rf "$tmp"
-}
-trap cleanup EXIT
-freeport() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 
 go build -o "$tmp/bin/bloomd" ./cmd/bloomd
 names=(bloomd)
