@@ -3,11 +3,10 @@ package main
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"io"
+	"maps"
 	"math"
 	"os"
 	"os/exec"
@@ -20,6 +19,7 @@ import (
 	"time"
 
 	"github.com/bloomd/bloom/internal/memlimit"
+	"github.com/bloomd/bloom/internal/redistest"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -267,30 +267,6 @@ func TestAddressSpaceLimit(t *testing.T) {
 	d.stop(t)
 }
 
-// dirFiles returns the SHA-256 of the files in dir, by name.
-func dirFiles(t *testing.T, dir string) map[string]string {
-	t.Helper()
-	ents, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := map[string]string{}
-	for _, e := range ents {
-		f, err := os.Open(filepath.Join(dir, e.Name()))
-		if err != nil {
-			t.Fatal(err)
-		}
-		h := sha256.New()
-		_, err = io.Copy(h, f)
-		f.Close()
-		if err != nil {
-			t.Fatal(err)
-		}
-		m[e.Name()] = string(h.Sum(nil))
-	}
-	return m
-}
-
 // TestStartupLoadPastLimit makes data files holding a 150 MB filter, then starts bloomd on them
 // with an address space that leaves less than that: from the log and then from a snapshot, it
 // exits with status 1 saying what does not fit and under which limit, and leaves the files as
@@ -312,7 +288,7 @@ func TestStartupLoadPastLimit(t *testing.T) {
 
 	limited := func(what string) {
 		t.Helper()
-		before := dirFiles(t, dir)
+		before := redistest.FileDigests(t, dir)
 		cmd := exec.Command(pl, fmt.Sprintf("--as=%d", base+150<<20), bin, "--port", fmt.Sprint(freePort(t)), "--dir", dir)
 		out, err := cmd.CombinedOutput()
 		var ee *exec.ExitError
@@ -324,7 +300,7 @@ func TestStartupLoadPastLimit(t *testing.T) {
 				t.Errorf("%s: the output lacks %q:\n%s", what, want, out)
 			}
 		}
-		if !mapsEqual(before, dirFiles(t, dir)) {
+		if !maps.Equal(before, redistest.FileDigests(t, dir)) {
 			t.Fatalf("%s: the failed start changed the data files", what)
 		}
 	}
@@ -340,18 +316,6 @@ func TestStartupLoadPastLimit(t *testing.T) {
 	}
 	d.stop(t)
 	limited(`filter "big"`)
-}
-
-func mapsEqual(a, b map[string]string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if w, ok := b[k]; !ok || w != v {
-			return false
-		}
-	}
-	return true
 }
 
 // TestCgroupLimit runs bloomd inside a memory cgroup made for the test (a child of the test's

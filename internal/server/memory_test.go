@@ -14,6 +14,7 @@ import (
 	"github.com/bloomd/bloom"
 	"github.com/bloomd/bloom/internal/memlimit"
 	"github.com/bloomd/bloom/internal/persist"
+	"github.com/bloomd/bloom/internal/redistest"
 )
 
 // refusal is the reply expected when the limit refuses asked bytes with used bytes charged.
@@ -106,24 +107,6 @@ func TestNoLimitKnown(t *testing.T) {
 	}
 }
 
-// dirFiles returns the contents of the files in dir, by name.
-func dirFiles(t *testing.T, dir string) map[string]string {
-	t.Helper()
-	ents, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := map[string]string{}
-	for _, e := range ents {
-		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
-		if err != nil {
-			t.Fatal(err)
-		}
-		m[e.Name()] = string(b)
-	}
-	return m
-}
-
 // loadUnder loads dir into a new server whose ceiling is ceil bytes (a fake cgroup) and returns
 // the load's error.
 func loadUnder(t *testing.T, dir string, ceil int64) error {
@@ -176,12 +159,12 @@ func TestLoadPastCeiling(t *testing.T) {
 		{1 << 20, `"BF.RESERVE" "big"`}, // g grows, then big does not fit
 		{100 << 10, `"BF.MADD" "g"`},    // g's growth does not fit
 	} {
-		before := dirFiles(t, dir)
+		before := redistest.FileDigests(t, dir)
 		err := loadUnder(t, dir, tt.ceil)
 		if !errors.Is(err, persist.ErrNoMemory) || !strings.Contains(err.Error(), tt.want) || !strings.Contains(err.Error(), "Insufficient memory to") || !strings.Contains(err.Error(), "cgroup_v2") {
 			t.Fatalf("loading past a ceiling of %d: %v", tt.ceil, err)
 		}
-		if after := dirFiles(t, dir); !maps.Equal(before, after) {
+		if after := redistest.FileDigests(t, dir); !maps.Equal(before, after) {
 			t.Fatalf("a failed load changed the files: %v", slices.Collect(maps.Keys(after)))
 		}
 	}
@@ -196,12 +179,12 @@ func TestLoadPastCeiling(t *testing.T) {
 		t.Fatal(v)
 	}
 	stopDurable(t, s, false)
-	before := dirFiles(t, dir)
+	before := redistest.FileDigests(t, dir)
 	err := loadUnder(t, dir, 1<<20)
 	if !errors.Is(err, persist.ErrNoMemory) || !strings.Contains(err.Error(), `filter "big"`) || !strings.Contains(err.Error(), "dump.bdb") {
 		t.Fatalf("loading a snapshot past the ceiling: %v", err)
 	}
-	if after := dirFiles(t, dir); !maps.Equal(before, after) {
+	if after := redistest.FileDigests(t, dir); !maps.Equal(before, after) {
 		t.Fatal("a failed snapshot load changed the files")
 	}
 }
