@@ -17,7 +17,7 @@ import (
 	"github.com/bloomd/bloom"
 	"github.com/bloomd/bloom/guava"
 	"github.com/bloomd/bloom/internal/conformance"
-	"github.com/bloomd/bloom/internal/skipped"
+	"github.com/bloomd/bloom/internal/redistest"
 )
 
 // TestJava runs the real Guava: it reads filters that this package wrote and must answer as Go
@@ -25,35 +25,7 @@ import (
 // javac and Guava's jar (GUAVA_JAR, default Debian's /usr/share/java/guava.jar); without them it
 // skips, unless BLOOM_REQUIRE_JAVA=1 (as in CI), when it fails.
 func TestJava(t *testing.T) {
-	jar := os.Getenv("GUAVA_JAR")
-	if jar == "" {
-		jar = "/usr/share/java/guava.jar"
-	}
-	var missing []string
-	for _, tool := range []string{"java", "javac"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			missing = append(missing, tool)
-		}
-	}
-	if _, err := os.Stat(jar); err != nil {
-		missing = append(missing, jar)
-	}
-	if len(missing) > 0 {
-		msg := fmt.Sprintf("the Guava compatibility test needs %s (apt-get install default-jdk-headless libguava-java)",
-			strings.Join(missing, ", "))
-		if os.Getenv("BLOOM_REQUIRE_JAVA") == "1" {
-			t.Fatal(msg + "; BLOOM_REQUIRE_JAVA=1 makes this a failure")
-		}
-		skipped.Missing(t, strings.Join(missing, ", "), msg+"; set BLOOM_REQUIRE_JAVA=1 to make this a failure")
-	}
-
-	classes := t.TempDir()
-	javac := exec.Command("javac", "-nowarn", "-cp", jar, "-d", classes,
-		"testdata/java/CheckFilter.java", "testdata/java/GenVectors.java")
-	if out, err := javac.CombinedOutput(); err != nil {
-		t.Fatalf("javac: %v\n%s", err, out)
-	}
-	classpath := jar + string(os.PathListSeparator) + classes
+	classpath := redistest.JavaClasspath(t, "the Guava compatibility test", "testdata/java/CheckFilter.java", "testdata/java/GenVectors.java")
 	t.Run("GoToJava", func(t *testing.T) { goToJava(t, classpath) })
 	t.Run("Regenerate", func(t *testing.T) { regenerate(t, classpath) })
 }

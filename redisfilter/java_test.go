@@ -17,39 +17,6 @@ import (
 	"github.com/bloomd/bloom/internal/redistest"
 )
 
-// javaClasspath compiles testdata/java/SpringHelperCheck.java against Guava and returns the
-// classpath to run it with. It needs java, javac and Guava's jar (GUAVA_JAR, default Debian's
-// /usr/share/java/guava.jar); without them the test skips, unless BLOOM_REQUIRE_JAVA=1 (as in
-// CI), when it fails.
-func javaClasspath(t *testing.T) string {
-	t.Helper()
-	jar := os.Getenv("GUAVA_JAR")
-	if jar == "" {
-		jar = "/usr/share/java/guava.jar"
-	}
-	var missing []string
-	for _, tool := range []string{"java", "javac"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			missing = append(missing, tool)
-		}
-	}
-	if _, err := os.Stat(jar); err != nil {
-		missing = append(missing, jar)
-	}
-	if len(missing) > 0 {
-		msg := fmt.Sprintf("the Spring helper test needs %s (apt-get install default-jdk-headless libguava-java)", strings.Join(missing, ", "))
-		if os.Getenv("BLOOM_REQUIRE_JAVA") == "1" {
-			t.Fatal(msg + "; BLOOM_REQUIRE_JAVA=1 makes this a failure")
-		}
-		t.Skip(msg + "; set BLOOM_REQUIRE_JAVA=1 to make this a failure")
-	}
-	classes := t.TempDir()
-	if out, err := exec.Command("javac", "-nowarn", "-cp", jar, "-d", classes, "testdata/java/SpringHelperCheck.java").CombinedOutput(); err != nil {
-		t.Fatalf("javac: %v\n%s", err, out)
-	}
-	return jar + string(os.PathListSeparator) + classes
-}
-
 // runJava runs SpringHelperCheck with args, feeding it stdin, and returns its output lines.
 func runJava(t *testing.T, classpath string, stdin string, args ...string) []string {
 	t.Helper()
@@ -76,7 +43,7 @@ func hexOf(s string) string { return hex.EncodeToString([]byte(s)) }
 // every key. It covers the three common funnels, with non-ASCII and empty strings, and checks
 // SpringHelperSize against the helper's sizing.
 func TestJavaSpringHelper(t *testing.T) {
-	classpath := javaClasspath(t)
+	classpath := redistest.JavaClasspath(t, "the Spring helper test", "testdata/java/SpringHelperCheck.java")
 	srv := redistest.Shared(t)
 	host, port, _ := net.SplitHostPort(srv.Addr)
 	password := srv.Password
