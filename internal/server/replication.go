@@ -33,19 +33,6 @@ const (
 )
 
 func init() {
-	boolParam := func(field func(c *Config) *bool) func(c *Config, v string) error {
-		return func(c *Config, v string) error {
-			switch strings.ToLower(v) {
-			case "yes":
-				*field(c) = true
-			case "no":
-				*field(c) = false
-			default:
-				return errors.New("argument must be 'yes' or 'no'")
-			}
-			return nil
-		}
-	}
 	rc := func(c *Config) *repl.Config { return &c.Replication }
 	params = append(params,
 		param{"replicaof", false, func(c *Config) string { return c.ReplicaOf }, func(c *Config, v string) error {
@@ -65,8 +52,8 @@ func init() {
 		}},
 		param{"masterauth", true, func(c *Config) string { return rc(c).MasterAuth }, func(c *Config, v string) error { rc(c).MasterAuth = v; return nil }},
 		param{"masteruser", true, func(c *Config) string { return rc(c).MasterUser }, func(c *Config, v string) error { rc(c).MasterUser = v; return nil }},
-		param{"replica-read-only", true, func(c *Config) string { return yesNo(rc(c).ReplicaReadOnly) }, boolParam(func(c *Config) *bool { return &rc(c).ReplicaReadOnly })},
-		param{"replica-serve-stale-data", true, func(c *Config) string { return yesNo(rc(c).ServeStaleData) }, boolParam(func(c *Config) *bool { return &rc(c).ServeStaleData })},
+		param{"replica-read-only", true, func(c *Config) string { return yesNo(rc(c).ReplicaReadOnly) }, yesNoParam(func(c *Config) *bool { return &rc(c).ReplicaReadOnly })},
+		param{"replica-serve-stale-data", true, func(c *Config) string { return yesNo(rc(c).ServeStaleData) }, yesNoParam(func(c *Config) *bool { return &rc(c).ServeStaleData })},
 		param{"replica-priority", true, func(c *Config) string { return strconv.Itoa(rc(c).ReplicaPriority) }, intParam(func(c *Config) *int { return &rc(c).ReplicaPriority }, 0, math.MaxInt32)},
 		param{"replica-announce-ip", true, func(c *Config) string { return rc(c).AnnounceIP }, func(c *Config, v string) error { rc(c).AnnounceIP = v; return nil }},
 		param{"replica-announce-port", true, func(c *Config) string { return strconv.Itoa(rc(c).AnnouncePort) }, intParam(func(c *Config) *int { return &rc(c).AnnouncePort }, 0, 65535)},
