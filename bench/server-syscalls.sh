@@ -12,9 +12,10 @@
 # for 10M items (BF.RESERVE bf 0.01 10000000) and 100k items unmeasured, then one redis-benchmark
 # each (-c 50 -r 100000000), all at once, while `perf stat` counts the server's system calls
 # (syscalls:sys_enter_* tracepoints), context switches and task clock. Prints per command: CPU
-# (utime + stime from /proc/PID/stat), the syscalls that matter, context switches. AOF=yes runs
-# every server with appendonly yes and appendfsync everysec. Needs perf (linux-perf) with access
-# to the tracepoints (root, or kernel.perf_event_paranoid <= -1).
+# (utime + stime from /proc/PID/stat, then each apart as user and system), the syscalls that
+# matter, context switches. AOF=yes runs every server with appendonly yes and appendfsync
+# everysec. Needs perf (linux-perf) with access to the tracepoints (root, or
+# kernel.perf_event_paranoid <= -1).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . bench/lib.sh # $tmp, pids, cleanup at exit, freeport
@@ -55,9 +56,9 @@ for i in "${!names[@]}"; do
 done
 
 events=syscalls:sys_enter_read,syscalls:sys_enter_write,syscalls:sys_enter_writev,syscalls:sys_enter_epoll_wait,syscalls:sys_enter_epoll_pwait,syscalls:sys_enter_io_uring_enter,syscalls:sys_enter_futex,syscalls:sys_enter_nanosleep,context-switches,task-clock
-declare -A cpu0 perfpid benchpid
+declare -A utime0 stime0 perfpid benchpid
 for name in "${names[@]}"; do
-  cpu0[$name]=$(awk '{ print $14 + $15 }' "/proc/${pid[$name]}/stat")
+  read -r utime0[$name] stime0[$name] < <(awk '{ print $14, $15 }' "/proc/${pid[$name]}/stat")
   perf stat -x, -e "$events" -p "${pid[$name]}" -o "$tmp/$name.perf" &
   perfpid[$name]=$!
 done
@@ -66,25 +67,26 @@ for name in "${names[@]}"; do
   redis-benchmark -h 127.0.0.1 -p "${port[$name]}" -c 50 -n "$N" -r 100000000 -P "$P" --csv "$@" >"$tmp/$name.bench" 2>/dev/null &
   benchpid[$name]=$!
 done
-declare -A cpu1
+declare -A utime1 stime1
 for name in "${names[@]}"; do
   wait "${benchpid[$name]}"
-  cpu1[$name]=$(awk '{ print $14 + $15 }' "/proc/${pid[$name]}/stat")
+  read -r utime1[$name] stime1[$name] < <(awk '{ print $14, $15 }' "/proc/${pid[$name]}/stat")
   kill -INT "${perfpid[$name]}"
 done
 sleep 0.5
 
 echo "$* at -P $P, $N commands per server, -c 50, appendonly ${AOF:-no}; $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg)"
 echo
-echo "| server | CPU µs/cmd | read | write(v) | epoll | io_uring_enter | futex | nanosleep | all syscalls | context switches |"
-echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+echo "| server | CPU µs/cmd | user | system | read | write(v) | epoll | io_uring_enter | futex | nanosleep | all syscalls | context switches |"
+echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
 for name in "${names[@]}"; do
-  awk -F, -v n="$N" -v name="$name" -v cpu=$((cpu1[$name] - cpu0[$name])) -v tck="$(getconf CLK_TCK)" '
+  awk -F, -v n="$N" -v name="$name" -v ut=$((utime1[$name] - utime0[$name])) -v st=$((stime1[$name] - stime0[$name])) -v tck="$(getconf CLK_TCK)" '
     $1 ~ /^[0-9.]+$/ { v[$3] = $1 }
     function c(e) { return v["syscalls:sys_enter_" e] / n }
     END {
       all = 0; for (k in v) if (k ~ /^syscalls:/) all += v[k]
-      printf "| %s | %.2f | %.3f | %.3f | %.3f | %.3f | %.4f | %.4f | %.3f | %.3f |\n", name, cpu * 1e6 / tck / n,
+      printf "| %s | %.2f | %.2f | %.2f | %.3f | %.3f | %.3f | %.3f | %.4f | %.4f | %.3f | %.3f |\n", name, (ut + st) * 1e6 / tck / n,
+        ut * 1e6 / tck / n, st * 1e6 / tck / n,
         c("read"), c("write") + c("writev"), c("epoll_wait") + c("epoll_pwait"), c("io_uring_enter"), c("futex"), c("nanosleep"), all / n, v["context-switches"] / n
     }' "$tmp/$name.perf"
 done
