@@ -3,7 +3,9 @@ package resp
 import (
 	"bytes"
 	"fmt"
+	"hash/fnv"
 	"io"
+	"math/rand/v2"
 	"reflect"
 	"testing"
 	"testing/iotest"
@@ -18,11 +20,32 @@ type parsed struct {
 }
 
 func parseAllCommands(src io.Reader, unauth bool) parsed {
-	r := NewReader(src)
+	return parseAllChanging(src, unauth, 0)
+}
+
+// changeLimits sets the limits that apply to read number i of a schedule: its bits 2i and 2i+1
+// switch Unauthenticated and lower MaxBulk for that read, as AUTH and CONFIG SET change them
+// between the requests of a pipelined batch. Schedule 0 changes nothing.
+func changeLimits(r *Reader, unauth bool, schedule uint64, i int) {
 	r.Limits = fuzzLimits
 	r.Unauthenticated = unauth
+	if i >= 32 {
+		return
+	}
+	if schedule>>(2*i)&1 != 0 {
+		r.Unauthenticated = !unauth
+	}
+	if schedule>>(2*i+1)&1 != 0 {
+		r.Limits.MaxBulk = 5
+	}
+}
+
+// parseAllChanging reads every command one at a time, with the limits of schedule.
+func parseAllChanging(src io.Reader, unauth bool, schedule uint64) parsed {
+	r := NewReader(src)
 	var p parsed
 	for {
+		changeLimits(r, unauth, schedule, len(p.cmds))
 		args, err := r.ReadCommand()
 		if err != nil {
 			p.err = err.Error()
@@ -31,49 +54,73 @@ func parseAllCommands(src io.Reader, unauth bool) parsed {
 		if len(args) == 0 {
 			panic("ReadCommand returned an empty command")
 		}
-		cmd := make([][]byte, len(args))
-		for i, a := range args {
-			cmd[i] = bytes.Clone(a)
-		}
-		p.cmds = append(p.cmds, cmd)
+		p.cmds = append(p.cmds, cloneArgs(args))
 	}
 }
 
-// parseAllPeeking is parseAllCommands with a Peek before each read whenever no peeked command is
-// pending; it fails t unless every command Peek announces is the next one read.
-func parseAllPeeking(t *testing.T, src io.Reader, unauth bool) parsed {
-	r := NewReader(src)
-	r.Limits = fuzzLimits
-	r.Unauthenticated = unauth
-	clone := func(args [][]byte) [][]byte {
-		cmd := make([][]byte, len(args))
-		for i, a := range args {
-			cmd[i] = bytes.Clone(a)
-		}
-		return cmd
+func cloneArgs(args [][]byte) [][]byte {
+	cmd := make([][]byte, len(args))
+	for i, a := range args {
+		cmd[i] = bytes.Clone(a)
 	}
+	return cmd
+}
+
+// parseAllPeeking is parseAllChanging as an event loop reads: Fill, then ReadBuffered until the
+// buffer holds no complete request, with Peeks (which keep the requests they parse for the reads)
+// at points chosen by rng, each stopping after a number of requests chosen by rng. It fails t
+// unless every command a Peek announces is the next one read, while the limits stay as they were
+// at the Peek.
+func parseAllPeeking(t *testing.T, src io.Reader, unauth bool, schedule uint64, rng *rand.Rand) parsed {
+	r := NewReader(src)
 	var p parsed
 	var ahead [][][]byte
+	peek := func() {
+		ahead = ahead[:0]
+		stop := rng.IntN(6)
+		r.Peek(func(args [][]byte) bool {
+			ahead = append(ahead, cloneArgs(args))
+			return len(ahead) != stop
+		})
+	}
 	for {
-		if len(ahead) == 0 {
-			r.Peek(func(args [][]byte) bool { ahead = append(ahead, clone(args)); return true })
-		}
-		args, err := r.ReadCommand()
-		if err != nil {
-			if len(ahead) > 0 {
-				t.Fatalf("Peek announced %q, then the read failed: %v", ahead, err)
+		for {
+			changeLimits(r, unauth, schedule, len(p.cmds))
+			if rng.IntN(3) == 0 {
+				peek()
 			}
+			limits, ua := r.Limits, r.Unauthenticated
+			args, err := r.ReadBuffered()
+			if err != nil {
+				if len(ahead) > 0 {
+					t.Fatalf("Peek announced %q, then the read failed: %v", ahead, err)
+				}
+				p.err = err.Error()
+				return p
+			}
+			if args == nil {
+				if len(ahead) > 0 {
+					t.Fatalf("Peek announced %q, then the read found no request", ahead)
+				}
+				break
+			}
+			cmd := cloneArgs(args)
+			if len(ahead) > 0 {
+				if !reflect.DeepEqual(ahead[0], cmd) {
+					t.Fatalf("Peek announced %q, then %q was read", ahead[0], cmd)
+				}
+				ahead = ahead[1:]
+			}
+			p.cmds = append(p.cmds, cmd)
+			changeLimits(r, unauth, schedule, len(p.cmds))
+			if r.Limits != limits || r.Unauthenticated != ua {
+				ahead = ahead[:0] // announced under other limits
+			}
+		}
+		if err := r.Fill(); err != nil {
 			p.err = err.Error()
 			return p
 		}
-		cmd := clone(args)
-		if len(ahead) > 0 {
-			if !reflect.DeepEqual(ahead[0], cmd) {
-				t.Fatalf("Peek announced %q, then %q was read", ahead[0], cmd)
-			}
-			ahead = ahead[1:]
-		}
-		p.cmds = append(p.cmds, cmd)
 	}
 }
 
@@ -100,17 +147,31 @@ func quoteInline(b []byte, args [][]byte) []byte {
 }
 
 // FuzzReadCommand checks that any input gives the same commands and the same error however it
-// is split into reads, and that every command read re-encodes (as RESP and inline) to bytes that
-// read back as the same command.
+// is split into reads, and whether or not the requests are parsed ahead by Peek (with the limits
+// changing between requests), and that every command read re-encodes (as RESP and inline) to
+// bytes that read back as the same command.
 func FuzzReadCommand(f *testing.F) {
 	f.Add([]byte("*2\r\n$3\r\nGET\r\n$1\r\nk\r\nPING\r\n"))
 	f.Add([]byte("set a \"b\\x00c\" 'd\\'e'\r\n"))
 	f.Add([]byte("*3\r\n$6\r\nBF.ADD\r\n$2\r\nbf\r\n$1\r\na\r\n*0\r\n*2\r\n$9\r\nBF.EXISTS\r\n$2\r\nbf\r\nPING\r\n*1\r\n$4\r\nPI"))
 	f.Fuzz(func(t *testing.T, data []byte) {
+		h := fnv.New64a()
+		h.Write(data)
+		seed := h.Sum64()
 		for _, unauth := range []bool{false, true} {
 			whole := parseAllCommands(bytes.NewReader(data), unauth)
-			if peeked := parseAllPeeking(t, bytes.NewReader(data), unauth); !reflect.DeepEqual(peeked, whole) {
-				t.Fatalf("unauth %v: reads after Peek give %q / %s, without %q / %s", unauth, peeked.cmds, peeked.err, whole.cmds, whole.err)
+			for i, schedule := range []uint64{0, seed} {
+				want := whole
+				if schedule != 0 {
+					want = parseAllChanging(bytes.NewReader(data), unauth, schedule)
+				}
+				rng := rand.New(rand.NewPCG(seed, uint64(i)))
+				for _, src := range []io.Reader{bytes.NewReader(data), iotest.HalfReader(bytes.NewReader(data)), iotest.OneByteReader(bytes.NewReader(data))} {
+					if peeked := parseAllPeeking(t, src, unauth, schedule, rng); !reflect.DeepEqual(peeked, want) {
+						t.Fatalf("unauth %v, limits changed by %#x: reads after Peek give %q / %s, without %q / %s",
+							unauth, schedule, peeked.cmds, peeked.err, want.cmds, want.err)
+					}
+				}
 			}
 			for _, src := range []io.Reader{iotest.OneByteReader(bytes.NewReader(data)), iotest.HalfReader(bytes.NewReader(data))} {
 				if split := parseAllCommands(src, unauth); !reflect.DeepEqual(split, whole) {

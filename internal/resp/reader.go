@@ -87,14 +87,39 @@ type Reader struct {
 	want  int
 	pos   int
 	spans []int
-	args  [][]byte
+	args  [][]byte // the request returned last: argv, or a kept request's elements in aheadArgs
+	argv  [][]byte // the elements of requests parsed one at a time
 
 	noHook bool // Fill: read without calling BeforeRead
 
 	// The line that starts at scanLine has no terminator before scanTo: a slow client's next
 	// bytes are searched, not the whole line again.
 	scanLine, scanTo int
+
+	// Requests that Peek parsed, kept so that the reads that follow take them without parsing
+	// them again: ahead[aheadNext:] are still unread, their elements are in aheadArgs, and they
+	// were parsed under aheadLimits and aheadUnauth. Any read from the source (which may
+	// move the buffer) or Reset forgets them, and so does a change of the limits (the next
+	// reads then parse under the new ones).
+	ahead       []aheadRequest
+	aheadArgs   [][]byte
+	aheadNext   int
+	aheadLimits Limits
+	aheadUnauth bool
+	peeking     bool // in Peek: parse past the kept requests
 }
+
+// An aheadRequest is a request parsed by Peek: it occupies buf[start:next] and its elements are
+// aheadArgs[lo:hi].
+type aheadRequest struct {
+	start, next, lo, hi int
+}
+
+// Bounds on what Peek keeps for the reads that follow; requests past them are parsed again.
+const (
+	maxAhead     = 64
+	maxAheadArgs = 1024
+)
 
 // NewReader returns a Reader reading from src with default limits.
 func NewReader(src io.Reader) *Reader {
@@ -105,6 +130,13 @@ func NewReader(src io.Reader) *Reader {
 func (r *Reader) Reset(src io.Reader) {
 	r.src, r.start, r.end, r.err, r.want, r.pos, r.scanLine = src, 0, 0, nil, -1, 0, -1
 	r.spans, r.args = r.spans[:0], r.args[:0]
+	r.forgetAhead()
+}
+
+// forgetAhead drops the requests Peek parsed ahead.
+func (r *Reader) forgetAhead() {
+	clear(r.aheadArgs) // no reference to a buffer that may be given back
+	r.ahead, r.aheadArgs, r.aheadNext = r.ahead[:0], r.aheadArgs[:0], 0
 }
 
 // Buffered returns the number of bytes received but not yet returned as a command or reply.
@@ -162,6 +194,7 @@ func (r *Reader) fill() error {
 
 // space makes room for a read and returns the free end of the buffer.
 func (r *Reader) space() []byte {
+	r.forgetAhead() // the buffer may move
 	if r.start == r.end && r.want < 0 {
 		// Idle: rewind, and give back a buffer that one large message grew.
 		r.start, r.end, r.scanLine = 0, 0, -1
@@ -309,19 +342,57 @@ func (r *Reader) ReadBuffered() ([][]byte, error) {
 // at the first request that is incomplete, inline or malformed (the reads report those), and
 // when a request is partly consumed already. args and its elements are valid only during the
 // call. A server uses it to prepare for a pipelined batch before running it.
+//
+// The requests Peek parses are kept, up to a bound, for the reads that follow (ReadBuffered,
+// ReadCommand), which then return them without parsing them again, until the Reader reads from
+// its source, is Reset, or its Limits or Unauthenticated change (after which requests are parsed
+// again, under the new limits). A second Peek before the reads starts from the kept requests.
 func (r *Reader) Peek(fn func(args [][]byte) bool) {
 	if r.want >= 0 {
 		return
 	}
+	if !r.aheadValid() {
+		r.forgetAhead()
+	}
 	start, scanLine, scanTo := r.start, r.scanLine, r.scanTo
-	for r.start < r.end && r.buf[r.start] == '*' {
-		done, err := r.parseRequest()
-		if err != nil || !done || len(r.args) > 0 && !fn(r.args) {
-			break
+	r.peeking = true
+	defer func() {
+		r.peeking = false
+		r.start, r.want, r.scanLine, r.scanTo = start, -1, scanLine, scanTo
+		r.spans, r.args = r.spans[:0], r.args[:0]
+	}()
+	r.aheadLimits, r.aheadUnauth = r.Limits, r.Unauthenticated
+	for i := r.aheadNext; i < len(r.ahead); i++ {
+		a := r.ahead[i]
+		r.start = a.next
+		if a.hi > a.lo && !fn(r.aheadArgs[a.lo:a.hi:a.hi]) {
+			return
 		}
 	}
-	r.start, r.want, r.scanLine, r.scanTo = start, -1, scanLine, scanTo
-	r.spans, r.args = r.spans[:0], r.args[:0]
+	keep := true
+	for r.start < r.end && r.buf[r.start] == '*' {
+		from := r.start
+		done, err := r.parseRequest()
+		if err != nil || !done {
+			return
+		}
+		keep = keep && len(r.ahead) < maxAhead && len(r.aheadArgs)+len(r.args) <= maxAheadArgs
+		if keep {
+			lo := len(r.aheadArgs)
+			r.aheadArgs = append(r.aheadArgs, r.args...)
+			r.ahead = append(r.ahead, aheadRequest{start: from, next: r.start, lo: lo, hi: len(r.aheadArgs)})
+		}
+		if len(r.args) > 0 && !fn(r.args) {
+			return
+		}
+	}
+}
+
+// aheadValid reports whether the requests kept by Peek are still to be read as they were
+// parsed: the next one starts where the reads are, under the same limits.
+func (r *Reader) aheadValid() bool {
+	return r.aheadNext < len(r.ahead) && r.ahead[r.aheadNext].start == r.start &&
+		r.Limits == r.aheadLimits && r.Unauthenticated == r.aheadUnauth
 }
 
 // ReadCommand reads the next request: an array of bulk strings, or an inline command (a line of
@@ -349,10 +420,29 @@ func (r *Reader) ReadCommand() ([][]byte, error) {
 	}
 }
 
-// parseRequest parses one request from the buffer. It reports done with r.args set (possibly
-// empty), or not done when it needs more input.
+// takeAhead sets r.args to the next request kept by Peek and reports true, or forgets the kept
+// requests and reports false when they no longer apply (see aheadValid).
+func (r *Reader) takeAhead() bool {
+	if !r.aheadValid() {
+		r.forgetAhead()
+		return false
+	}
+	a := r.ahead[r.aheadNext]
+	r.args, r.start = r.aheadArgs[a.lo:a.hi:a.hi], a.next
+	if r.aheadNext++; r.aheadNext == len(r.ahead) {
+		r.ahead, r.aheadNext = r.ahead[:0], 0 // aheadArgs holds r.args until the next read
+		r.aheadArgs = r.aheadArgs[:0]
+	}
+	return true
+}
+
+// parseRequest takes the next request: one that Peek kept, or one parsed from the buffer. It
+// reports done with r.args set (possibly empty), or not done when it needs more input.
 func (r *Reader) parseRequest() (done bool, err error) {
 	if r.want < 0 {
+		if len(r.ahead) > 0 && !r.peeking && r.takeAhead() {
+			return true, nil
+		}
 		if r.start == r.end {
 			return false, nil
 		}
@@ -423,10 +513,11 @@ func (r *Reader) parseArgs() (done bool, err error) {
 		r.spans = append(r.spans, next, end)
 		r.pos = end + 2
 	}
-	r.args = r.args[:0]
+	r.args = r.argv[:0]
 	for i := 0; i < len(r.spans); i += 2 {
 		r.args = append(r.args, r.buf[r.spans[i]:r.spans[i+1]:r.spans[i+1]])
 	}
+	r.argv = r.args
 	r.start, r.want = r.pos, -1
 	return true, nil
 }
@@ -473,14 +564,14 @@ func (r *Reader) parseInline() (bool, error) {
 	if len(line) > 0 && line[len(line)-1] == '\r' {
 		line = line[:len(line)-1]
 	}
-	args, ok := splitInline(r.args[:0], line)
+	args, ok := splitInline(r.argv[:0], line)
 	if !ok {
 		return false, protoErr("unbalanced quotes in request")
 	}
 	if len(args) > UnauthMaxElems && r.Unauthenticated || len(args) > r.maxElems() {
 		return false, protoErr("invalid multibulk length")
 	}
-	r.args = args
+	r.args, r.argv = args, args
 	r.start += i + 1
 	return true, nil
 }

@@ -415,3 +415,66 @@ func TestSpaceCommit(t *testing.T) {
 		t.Fatal("a count beyond the buffer was accepted")
 	}
 }
+
+// Peek keeps the requests it parses for the reads that follow, which return them unparsed only
+// while the limits they were parsed under still apply.
+func TestPeekKeepsRequests(t *testing.T) {
+	batch := "*2\r\n$4\r\nECHO\r\n$10\r\n0123456789\r\n*0\r\n*1\r\n$4\r\nPING\r\n*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$1\r\nv\r\n"
+	peek := func(r *Reader, stop int) (got []string) {
+		r.Peek(func(args [][]byte) bool {
+			got = append(got, string(bytes.Join(args, []byte(" "))))
+			return len(got) != stop
+		})
+		return got
+	}
+	read := func(r *Reader) string {
+		args, err := r.ReadBuffered()
+		if err != nil {
+			return err.Error()
+		}
+		return string(bytes.Join(args, []byte(" ")))
+	}
+	r := NewReader(strings.NewReader(batch))
+	if err := r.Fill(); err != nil {
+		t.Fatal(err)
+	}
+	if got := peek(r, 2); fmt.Sprint(got) != "[ECHO 0123456789 PING]" {
+		t.Fatalf("Peek stopping after 2: %q", got)
+	}
+	if got := read(r); got != "ECHO 0123456789" {
+		t.Fatalf("first read: %q", got)
+	}
+	// A second Peek starts from the kept requests and parses on past them.
+	if got := peek(r, 0); fmt.Sprint(got) != "[PING SET k v]" {
+		t.Fatalf("second Peek: %q", got)
+	}
+	for _, want := range []string{"PING", "SET k v", ""} {
+		if got := read(r); got != want {
+			t.Fatalf("read %q, want %q", got, want)
+		}
+	}
+
+	// Lowered limits apply to requests peeked before they changed.
+	r = NewReader(strings.NewReader(batch))
+	r.Fill()
+	peek(r, 0)
+	r.Limits.MaxBulk = 5
+	if got := read(r); got != "resp: Protocol error: invalid bulk length" {
+		t.Fatalf("a peeked 10-byte argument read with MaxBulk 5: %q", got)
+	}
+
+	// Raised ones too: a request Peek stopped at is read under the limits of the read.
+	r = NewReader(strings.NewReader("PING\r\n" + batch))
+	r.Fill()
+	r.Unauthenticated, r.Limits.MaxBulk = true, 5
+	if got := read(r); got != "PING" {
+		t.Fatalf("inline PING: %q", got)
+	}
+	if got := peek(r, 0); len(got) != 0 {
+		t.Fatalf("Peek under MaxBulk 5 announced %q", got)
+	}
+	r.Unauthenticated, r.Limits.MaxBulk = false, 0
+	if got := read(r); got != "ECHO 0123456789" {
+		t.Fatalf("read after the limits were raised: %q", got)
+	}
+}
