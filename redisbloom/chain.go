@@ -164,6 +164,18 @@ func (c *Chain) newLink(capacity uint64, errorRate float64, overhead uint64) (l 
 	return &link{f: f, capacity: capacity, errorRate: errorRate, bpe: bpe}, false, nil
 }
 
+// An ItemHash is an item hashed as every chain hashes its items (bloom.RedisBloom64). A caller
+// that prepares an item's memory before it adds or tests the item hashes it once, with HashItem,
+// and passes the hash to PrefetchHash, then to AddHash or ExistsHash, which do what Prefetch, Add
+// and Exists do for the item. The zero ItemHash is a valid hash of no particular item.
+type ItemHash struct{ h1, h2 uint64 }
+
+// HashItem hashes item for PrefetchHash, AddHash and ExistsHash. It allocates nothing.
+func HashItem(item []byte) ItemHash {
+	h1, h2 := bloom.RedisBloom64.Hash(item)
+	return ItemHash{h1, h2}
+}
+
 // Add adds item and reports whether it was new, as BF.ADD does: it returns false, and changes
 // nothing, when any link reports the item present (it was added before, or is a false
 // positive). Otherwise it adds the item to the newest link, first appending a link if the
@@ -174,6 +186,9 @@ func (c *Chain) Add(item []byte) (bool, error) {
 	h1, h2 := bloom.RedisBloom64.Hash(item)
 	return c.addHashed(h1, h2)
 }
+
+// AddHash is Add for the item that HashItem hashed to h.
+func (c *Chain) AddHash(h ItemHash) (bool, error) { return c.addHashed(h.h1, h.h2) }
 
 func (c *Chain) addHashed(h1, h2 uint64) (bool, error) {
 	for {
@@ -240,6 +255,9 @@ func (c *Chain) Exists(item []byte) bool {
 	return c.existsHashed(h1, h2)
 }
 
+// ExistsHash is Exists for the item that HashItem hashed to h.
+func (c *Chain) ExistsHash(h ItemHash) bool { return c.existsHashed(h.h1, h.h2) }
+
 func (c *Chain) existsHashed(h1, h2 uint64) bool {
 	links := *c.links.Load()
 	for i := len(links) - 1; i >= 0; i-- {
@@ -253,10 +271,12 @@ func (c *Chain) existsHashed(h1, h2 uint64) bool {
 // Prefetch asks the CPU for the words of the newest link that an Add or Exists of item will
 // read, without waiting for them: called for the items of several requests before running them,
 // it lets their cache misses overlap. It changes nothing and is safe for concurrent use.
-func (c *Chain) Prefetch(item []byte) {
-	h1, h2 := bloom.RedisBloom64.Hash(item)
+func (c *Chain) Prefetch(item []byte) { c.PrefetchHash(HashItem(item)) }
+
+// PrefetchHash is Prefetch for the item that HashItem hashed to h.
+func (c *Chain) PrefetchHash(h ItemHash) {
 	links := *c.links.Load()
-	links[len(links)-1].f.PrefetchHashed(h1, h2)
+	links[len(links)-1].f.PrefetchHashed(h.h1, h.h2)
 }
 
 // manyAhead is how many items ahead of the one they work on AddMany and ExistsMany prefetch:

@@ -427,3 +427,42 @@ func TestConformance(t *testing.T) {
 		Rates:        []conformance.Rate{{N: 20_000, P: 0.1}, {N: 20_000, P: 0.01}, {N: 20_000, P: 0.001}},
 	})
 }
+
+// AddHash, ExistsHash and PrefetchHash of HashItem's hash do what Add, Exists and Prefetch do
+// with the item: the same results, the same growth, the same bytes.
+func TestItemHash(t *testing.T) {
+	byItem, err := NewChain(100, 0.01, 2, false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	byHash, _ := NewChain(100, 0.01, 2, false, nil)
+	for i := range 1000 { // grows to 4 links
+		item := fmt.Appendf(nil, "item:%d", i%700)
+		h := HashItem(item)
+		byHash.PrefetchHash(h)
+		byItem.Prefetch(item)
+		want, werr := byItem.Add(item)
+		got, gerr := byHash.AddHash(h)
+		if got != want || gerr != werr {
+			t.Fatalf("item %d: AddHash gives %v, %v; Add %v, %v", i, got, gerr, want, werr)
+		}
+	}
+	for i := range 2000 {
+		item := fmt.Appendf(nil, "item:%d", i)
+		if got, want := byHash.ExistsHash(HashItem(item)), byItem.Exists(item); got != want {
+			t.Fatalf("item %d: ExistsHash %v, Exists %v", i, got, want)
+		}
+	}
+	if byItem.NumFilters() < 3 || byHash.Card() != byItem.Card() {
+		t.Fatalf("links %d, cards %d and %d", byItem.NumFilters(), byHash.Card(), byItem.Card())
+	}
+	dump := func(c *Chain) (b []byte) {
+		for _, data := range c.Chunks() {
+			b = append(b, data...)
+		}
+		return b
+	}
+	if !bytes.Equal(dump(byHash), dump(byItem)) {
+		t.Fatal("the dumps differ")
+	}
+}

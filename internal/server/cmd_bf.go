@@ -137,7 +137,7 @@ func (c *Conn) addItems(bv *bloomValue, items [][]byte) ([]int8, bool) {
 			}
 		}
 	case len(items) == 1:
-		record(bv.ch.Add(items[0]))
+		record(bv.ch.AddHash(c.itemHash(items[0])))
 	default:
 		// Several items overlap their cache misses (BF.MADD, BF.INSERT).
 		bv.ch.AddMany(items, func(_ int, added bool, err error) bool { return record(added, err) })
@@ -545,9 +545,14 @@ func (c *Conn) bloomOrError(key []byte) *bloomValue {
 // prefetchBatch asks the CPU for the filter words that the single-item BF.ADD and BF.EXISTS
 // requests buffered on c will read, when they go to the filter c used last, before any of them
 // runs: on a filter larger than the cache, each would otherwise wait for its own misses, while
-// this way the misses of a pipelined batch overlap. It has no effect but on timing: it reads only
-// the connection's remembered key (no lock, no statistics) and the requests stay buffered.
+// this way the misses of a pipelined batch overlap. It reads only the connection's remembered
+// key (no lock, no statistics) and the requests stay buffered; the hashes it computes are kept
+// for the requests' own adds and tests (itemHash), so each item is hashed once.
+//
+// The caller runs the buffered requests next, counting them in c.batchAt from 0, and sets
+// c.batchN to 0 before it reads again (the kept items point into the read buffer).
 func (c *Conn) prefetchBatch() {
+	c.batchN, c.batchAt = 0, 0
 	e := c.cacheEnt
 	if e == nil || c.cacheGen != c.srv.ks.gen.Load() || e.expire.Load() != 0 {
 		return
@@ -558,12 +563,34 @@ func (c *Conn) prefetchBatch() {
 	}
 	n := 0
 	c.rd.Peek(func(args [][]byte) bool {
+		b := &c.batchHash[n]
+		b.item = nil
 		if len(args) == 3 && string(args[1]) == string(c.cacheKey) && (equalFold(args[0], "bf.add") || equalFold(args[0], "bf.exists")) {
-			bv.ch.Prefetch(args[2])
+			b.item, b.hash = args[2], redisbloom.HashItem(args[2])
+			bv.ch.PrefetchHash(b.hash)
 		}
 		n++
 		return n < prefetchRequests
 	})
+	c.batchN = n
+}
+
+// A batchItem is an item of a request in a pipelined batch and its hash (see prefetchBatch).
+type batchItem struct {
+	item []byte // a slice of the connection's read buffer; nil for none
+	hash redisbloom.ItemHash
+}
+
+// itemHash returns the hash of item, the item of the request that c is running: the hash that
+// prefetchBatch computed for that request of the batch when it holds that very slice (same
+// place in the read buffer, same length), or else a new one.
+func (c *Conn) itemHash(item []byte) redisbloom.ItemHash {
+	if c.batchAt < c.batchN {
+		if b := &c.batchHash[c.batchAt]; len(b.item) == len(item) && len(item) > 0 && &b.item[0] == &item[0] {
+			return b.hash
+		}
+	}
+	return redisbloom.HashItem(item)
 }
 
 // prefetchRequests bounds how many requests prefetchBatch looks at: a pipeline's worth, whose
@@ -572,7 +599,7 @@ const prefetchRequests = 32
 
 func bfExistsCmd(c *Conn, args [][]byte) {
 	bv, _, _ := c.bloomAt(args[1])
-	c.w.Bool(bv != nil && bv.ch.Exists(args[2]))
+	c.w.Bool(bv != nil && bv.ch.ExistsHash(c.itemHash(args[2])))
 }
 
 func bfMExistsCmd(c *Conn, args [][]byte) {

@@ -550,6 +550,7 @@ func (lp *loop) process(c *Conn) {
 			lp.markDirty(c)
 		}
 	}()
+	defer func() { c.batchN = 0 }() // the batch's item hashes point into the read buffer
 	if c.rd.Buffered() >= prefetchMinBytes {
 		c.prefetchBatch()
 	}
@@ -568,6 +569,7 @@ func (lp *loop) process(c *Conn) {
 			break
 		}
 		c.execute(args)
+		c.batchAt++
 		if c.hijack != nil {
 			lp.handOver(c)
 			return
