@@ -107,6 +107,7 @@ type Reader struct {
 	aheadLimits Limits
 	aheadUnauth bool
 	peeking     bool // in Peek: parse past the kept requests
+	keepAhead   bool // in Peek: parse the elements into aheadArgs, within the bounds
 }
 
 // An aheadRequest is a request parsed by Peek: it occupies buf[start:next] and its elements are
@@ -357,7 +358,7 @@ func (r *Reader) Peek(fn func(args [][]byte) bool) {
 	start, scanLine, scanTo := r.start, r.scanLine, r.scanTo
 	r.peeking = true
 	defer func() {
-		r.peeking = false
+		r.peeking, r.keepAhead = false, false
 		r.start, r.want, r.scanLine, r.scanTo = start, -1, scanLine, scanTo
 		r.spans, r.args = r.spans[:0], r.args[:0]
 	}()
@@ -369,18 +370,17 @@ func (r *Reader) Peek(fn func(args [][]byte) bool) {
 			return
 		}
 	}
-	keep := true
+	r.keepAhead = true
 	for r.start < r.end && r.buf[r.start] == '*' {
-		from := r.start
+		from, lo := r.start, len(r.aheadArgs)
 		done, err := r.parseRequest()
 		if err != nil || !done {
 			return
 		}
-		keep = keep && len(r.ahead) < maxAhead && len(r.aheadArgs)+len(r.args) <= maxAheadArgs
-		if keep {
-			lo := len(r.aheadArgs)
-			r.aheadArgs = append(r.aheadArgs, r.args...)
+		if r.keepAhead && len(r.ahead) < maxAhead {
 			r.ahead = append(r.ahead, aheadRequest{start: from, next: r.start, lo: lo, hi: len(r.aheadArgs)})
+		} else {
+			r.keepAhead = false
 		}
 		if len(r.args) > 0 && !fn(r.args) {
 			return
@@ -513,11 +513,21 @@ func (r *Reader) parseArgs() (done bool, err error) {
 		r.spans = append(r.spans, next, end)
 		r.pos = end + 2
 	}
-	r.args = r.argv[:0]
-	for i := 0; i < len(r.spans); i += 2 {
-		r.args = append(r.args, r.buf[r.spans[i]:r.spans[i+1]:r.spans[i+1]])
+	if n := len(r.spans) / 2; r.keepAhead && len(r.ahead) < maxAhead && len(r.aheadArgs)+n <= maxAheadArgs {
+		// Peek keeps the request: its elements go straight to the end of aheadArgs.
+		lo := len(r.aheadArgs)
+		for i := 0; i < len(r.spans); i += 2 {
+			r.aheadArgs = append(r.aheadArgs, r.buf[r.spans[i]:r.spans[i+1]:r.spans[i+1]])
+		}
+		r.args = r.aheadArgs[lo:len(r.aheadArgs):len(r.aheadArgs)]
+	} else {
+		r.keepAhead = false // past Peek's bounds: this request and the next are parsed again
+		r.args = r.argv[:0]
+		for i := 0; i < len(r.spans); i += 2 {
+			r.args = append(r.args, r.buf[r.spans[i]:r.spans[i+1]:r.spans[i+1]])
+		}
+		r.argv = r.args
 	}
-	r.argv = r.args
 	r.start, r.want = r.pos, -1
 	return true, nil
 }

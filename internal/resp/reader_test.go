@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"testing/iotest"
@@ -476,5 +478,55 @@ func TestPeekKeepsRequests(t *testing.T) {
 	r.Unauthenticated, r.Limits.MaxBulk = false, 0
 	if got := read(r); got != "ECHO 0123456789" {
 		t.Fatalf("read after the limits were raised: %q", got)
+	}
+}
+
+// Requests past Peek's bounds (64 requests, 1024 elements) are announced, and read, as well.
+func TestPeekBounds(t *testing.T) {
+	var in []byte
+	var want []string
+	add := func(args ...[]byte) {
+		in = AppendCommand(in, args...)
+		want = append(want, string(bytes.Join(args, []byte(" "))))
+	}
+	for i := range 50 {
+		add([]byte("ECHO"), []byte(strconv.Itoa(i)))
+	}
+	big := make([][]byte, 1000)
+	for i := range big {
+		big[i] = []byte(strconv.Itoa(i))
+	}
+	add(big...) // passes the elements' bound
+	for i := range 30 {
+		add([]byte("ECHO"), []byte(strconv.Itoa(i))) // the 64th request passes the other
+	}
+	r := NewReader(bytes.NewReader(in))
+	r.Limits.MaxLine = 1 << 20
+	if err := r.Fill(); err != nil {
+		t.Fatal(err)
+	}
+	for r.Buffered() < len(in) {
+		if err := r.Fill(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for from := 0; from < len(want); from += 20 {
+		var peeked []string
+		r.Peek(func(args [][]byte) bool {
+			peeked = append(peeked, string(bytes.Join(args, []byte(" "))))
+			return true
+		})
+		if !slices.Equal(peeked, want[from:]) {
+			t.Fatalf("Peek from request %d announced %d requests, want %d", from, len(peeked), len(want)-from)
+		}
+		for i := from; i < min(from+20, len(want)); i++ {
+			args, err := r.ReadBuffered()
+			if err != nil || string(bytes.Join(args, []byte(" "))) != want[i] {
+				t.Fatalf("request %d: %.40q, %v", i, args, err)
+			}
+		}
+	}
+	if args, err := r.ReadBuffered(); args != nil || err != nil {
+		t.Fatalf("after the batch: %q, %v", args, err)
 	}
 }
