@@ -1,5 +1,7 @@
 package bloom
 
+import "sync/atomic"
+
 // Building blocks for filters made of several Filters, such as RedisBloom's scalable chain: they
 // hash each key once and probe many sub-filters, and size all of them before allocating any.
 
@@ -38,6 +40,69 @@ func (f *Filter) PrefetchHashed(h1, h2 uint64) {
 		}
 	}
 	prefetchWords(f.bits, idx[:f.k])
+}
+
+// PrefetchLocate is PrefetchHashed that also writes the key's k bit positions to pos, and returns
+// pos[:k]: a caller that prefetches a key's words and then adds or tests the key (AddLocatedIf,
+// TestLocated) computes the positions once. When pos is shorter than k it only prefetches, and
+// returns nil. It changes nothing in f, is safe for concurrent use and allocates nothing.
+func (f *Filter) PrefetchLocate(h1, h2 uint64, pos []uint64) []uint64 {
+	if f.k > len(pos) || f.k > maxFastK {
+		f.PrefetchHashed(h1, h2)
+		return nil
+	}
+	pos = pos[:f.k]
+	var idx [maxFastK]uint64
+	if f.scheme == RedisBloom64 {
+		for i := range pos {
+			pos[i] = f.div.mod(h1 + uint64(i)*h2) // location, inlined
+			idx[i] = pos[i] >> 6
+		}
+	} else {
+		for i := range pos {
+			pos[i] = f.location(h1, h2, i)
+			idx[i] = pos[i] >> 6
+		}
+	}
+	prefetchWords(f.bits, idx[:f.k])
+	return pos
+}
+
+// AddLocatedIf is AddHashedIf for a key hashed to (h1, h2) whose positions in f PrefetchLocate
+// returned as pos; with any other pos (of another length than k) it computes them again.
+func (f *Filter) AddLocatedIf(h1, h2 uint64, pos []uint64, admit func() bool) (added, present bool) {
+	if len(pos) != f.k || f.k > maxFastK {
+		return f.addIf(h1, h2, admit)
+	}
+	var p probe
+	var any uint64
+	for i, b := range pos {
+		p.word[i] = b >> 6
+		p.missing[i] = bitMask[b&63] &^ atomic.LoadUint64(&f.bits[b>>6])
+		any |= p.missing[i]
+	}
+	if any == 0 {
+		return false, true
+	}
+	if !admit() {
+		return false, false
+	}
+	f.setMissing(&p)
+	return true, false
+}
+
+// TestLocated is TestHashed for a key hashed to (h1, h2) whose positions in f PrefetchLocate
+// returned as pos; with any other pos (of another length than k) it computes them again.
+func (f *Filter) TestLocated(h1, h2 uint64, pos []uint64) bool {
+	if len(pos) != f.k {
+		return f.test(h1, h2)
+	}
+	for _, b := range pos {
+		if !f.bits.get(b) {
+			return false
+		}
+	}
+	return true
 }
 
 // TestHashed is Test for a key already hashed by f.Scheme().Hash, which gives (h1, h2).

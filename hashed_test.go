@@ -48,3 +48,47 @@ func TestAddHashedIf(t *testing.T) {
 		}
 	}
 }
+
+// The positions PrefetchLocate returns make AddLocatedIf and TestLocated do what AddHashedIf and
+// TestHashed do, for every scheme, for k beyond the stack-gathered path, and for positions that
+// do not fit (recomputed).
+func TestLocated(t *testing.T) {
+	for _, s := range []bloom.Scheme{bloom.Guava64, bloom.Guava32, bloom.RedisBloom64, bloom.Redisson} {
+		for _, k := range []int{1, 7, 40} {
+			for _, room := range []int{64, 3} {
+				f, _ := bloom.NewWithParams(1<<14, k, s)
+				ref, _ := bloom.NewWithParams(1<<14, k, s)
+				var buf [64]uint64
+				for i := range 3000 {
+					h1, h2 := s.Hash([]byte(strconv.Itoa(i % 1500)))
+					pos := f.PrefetchLocate(h1, h2, buf[:room])
+					if (pos != nil) != (k <= room && k <= 32) || pos != nil && len(pos) != k {
+						t.Fatalf("%v k=%d room %d: %d positions", s, k, room, len(pos))
+					}
+					if got, want := f.TestLocated(h1, h2, pos), ref.TestHashed(h1, h2); got != want {
+						t.Fatalf("%v k=%d key %d: TestLocated %v, TestHashed %v", s, k, i, got, want)
+					}
+					admit := i%3 != 0
+					added, present := f.AddLocatedIf(h1, h2, pos, func() bool { return admit })
+					wa, wp := ref.AddHashedIf(h1, h2, func() bool { return admit })
+					if added != wa || present != wp {
+						t.Fatalf("%v k=%d key %d: AddLocatedIf %v %v, AddHashedIf %v %v", s, k, i, added, present, wa, wp)
+					}
+				}
+				a, _ := f.MarshalBinary()
+				b, _ := ref.MarshalBinary()
+				if !slices.Equal(a, b) {
+					t.Fatalf("%v k=%d room %d: the bits differ", s, k, room)
+				}
+				h1, h2 := s.Hash([]byte("x"))
+				if n := testing.AllocsPerRun(100, func() {
+					pos := f.PrefetchLocate(h1, h2, buf[:room])
+					f.AddLocatedIf(h1, h2, pos, func() bool { return true })
+					f.TestLocated(h1, h2, pos)
+				}); n != 0 {
+					t.Errorf("%v k=%d: %v allocations", s, k, n)
+				}
+			}
+		}
+	}
+}

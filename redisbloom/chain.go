@@ -164,16 +164,40 @@ func (c *Chain) newLink(capacity uint64, errorRate float64, overhead uint64) (l 
 	return &link{f: f, capacity: capacity, errorRate: errorRate, bpe: bpe}, false, nil
 }
 
-// An ItemHash is an item hashed as every chain hashes its items (bloom.RedisBloom64). A caller
-// that prepares an item's memory before it adds or tests the item hashes it once, with HashItem,
-// and passes the hash to PrefetchHash, then to AddHash or ExistsHash, which do what Prefetch, Add
-// and Exists do for the item. The zero ItemHash is a valid hash of no particular item.
-type ItemHash struct{ h1, h2 uint64 }
+// An ItemHash is an item hashed as every chain hashes its items (bloom.RedisBloom64), and once
+// PrefetchHash has used it, the item's bit positions in the chain's newest link. A caller that
+// prepares an item's memory before it adds or tests the item hashes it once, with HashItem, and
+// passes the hash to PrefetchHash, then to AddHash or ExistsHash, which do what Prefetch, Add and
+// Exists do for the item, without computing the hash or those positions again. An ItemHash is
+// not safe for concurrent use; the chains it is passed to are.
+type ItemHash struct {
+	h1, h2 uint64
+	link   *link // the link whose k positions of the item pos[:k] holds; nil for none
+	k      int
+	pos    [itemPositions]uint64
+}
+
+// itemPositions is the most positions an ItemHash keeps (k of a link with error rate 1e-6 is 20).
+const itemPositions = 24
 
 // HashItem hashes item for PrefetchHash, AddHash and ExistsHash. It allocates nothing.
 func HashItem(item []byte) ItemHash {
 	h1, h2 := bloom.RedisBloom64.Hash(item)
-	return ItemHash{h1, h2}
+	return ItemHash{h1: h1, h2: h2}
+}
+
+// Reset makes h the hash of item, as HashItem, in place.
+func (h *ItemHash) Reset(item []byte) {
+	h.h1, h.h2 = bloom.RedisBloom64.Hash(item)
+	h.link = nil
+}
+
+// positions returns the item's positions in l, or nil when h does not hold them.
+func (h *ItemHash) positions(l *link) []uint64 {
+	if h.link != l {
+		return nil
+	}
+	return h.pos[:h.k]
 }
 
 // Add adds item and reports whether it was new, as BF.ADD does: it returns false, and changes
@@ -188,9 +212,12 @@ func (c *Chain) Add(item []byte) (bool, error) {
 }
 
 // AddHash is Add for the item that HashItem hashed to h.
-func (c *Chain) AddHash(h ItemHash) (bool, error) { return c.addHashed(h.h1, h.h2) }
+func (c *Chain) AddHash(h *ItemHash) (bool, error) { return c.add(h.h1, h.h2, h) }
 
-func (c *Chain) addHashed(h1, h2 uint64) (bool, error) {
+func (c *Chain) addHashed(h1, h2 uint64) (bool, error) { return c.add(h1, h2, nil) }
+
+// add is Add for an item hashed to (h1, h2), with its positions in h when h is not nil.
+func (c *Chain) add(h1, h2 uint64, h *ItemHash) (bool, error) {
 	for {
 		links := *c.links.Load()
 		last := len(links) - 1
@@ -202,7 +229,11 @@ func (c *Chain) addHashed(h1, h2 uint64) (bool, error) {
 		// The newest link is tested and added to in one pass over the item's bits, which
 		// takes one of its free slots only when a bit is clear.
 		cur := links[last]
-		added, present := cur.f.AddHashedIf(h1, h2, cur.tryReserve)
+		var pos []uint64
+		if h != nil {
+			pos = h.positions(cur)
+		}
+		added, present := cur.f.AddLocatedIf(h1, h2, pos, cur.tryReserve)
 		switch {
 		case added:
 			return true, nil
@@ -256,7 +287,19 @@ func (c *Chain) Exists(item []byte) bool {
 }
 
 // ExistsHash is Exists for the item that HashItem hashed to h.
-func (c *Chain) ExistsHash(h ItemHash) bool { return c.existsHashed(h.h1, h.h2) }
+func (c *Chain) ExistsHash(h *ItemHash) bool {
+	links := *c.links.Load()
+	last := len(links) - 1
+	if links[last].f.TestLocated(h.h1, h.h2, h.positions(links[last])) {
+		return true
+	}
+	for i := last - 1; i >= 0; i-- {
+		if links[i].f.TestHashed(h.h1, h.h2) {
+			return true
+		}
+	}
+	return false
+}
 
 func (c *Chain) existsHashed(h1, h2 uint64) bool {
 	links := *c.links.Load()
@@ -271,12 +314,18 @@ func (c *Chain) existsHashed(h1, h2 uint64) bool {
 // Prefetch asks the CPU for the words of the newest link that an Add or Exists of item will
 // read, without waiting for them: called for the items of several requests before running them,
 // it lets their cache misses overlap. It changes nothing and is safe for concurrent use.
-func (c *Chain) Prefetch(item []byte) { c.PrefetchHash(HashItem(item)) }
-
-// PrefetchHash is Prefetch for the item that HashItem hashed to h.
-func (c *Chain) PrefetchHash(h ItemHash) {
+func (c *Chain) Prefetch(item []byte) {
+	h1, h2 := bloom.RedisBloom64.Hash(item)
 	links := *c.links.Load()
-	links[len(links)-1].f.PrefetchHashed(h.h1, h.h2)
+	links[len(links)-1].f.PrefetchHashed(h1, h2)
+}
+
+// PrefetchHash is Prefetch for the item that HashItem hashed to h. It keeps in h the item's
+// positions in the newest link, for AddHash and ExistsHash.
+func (c *Chain) PrefetchHash(h *ItemHash) {
+	links := *c.links.Load()
+	l := links[len(links)-1]
+	h.link, h.k = l, len(l.f.PrefetchLocate(h.h1, h.h2, h.pos[:]))
 }
 
 // manyAhead is how many items ahead of the one they work on AddMany and ExistsMany prefetch:

@@ -436,20 +436,33 @@ func TestItemHash(t *testing.T) {
 		t.Fatal(err)
 	}
 	byHash, _ := NewChain(100, 0.01, 2, false, nil)
-	for i := range 1000 { // grows to 4 links
-		item := fmt.Appendf(nil, "item:%d", i%700)
-		h := HashItem(item)
-		byHash.PrefetchHash(h)
-		byItem.Prefetch(item)
-		want, werr := byItem.Add(item)
-		got, gerr := byHash.AddHash(h)
-		if got != want || gerr != werr {
-			t.Fatalf("item %d: AddHash gives %v, %v; Add %v, %v", i, got, gerr, want, werr)
+	// In batches, as a server prepares a pipeline: the chain grows between an item's
+	// PrefetchHash and its AddHash, whose positions are then those of an older link.
+	var batch [16]ItemHash
+	for from := 0; from < 1000; from += len(batch) { // grows to 4 links
+		for j := range batch {
+			batch[j].Reset(fmt.Appendf(nil, "item:%d", (from+j)%700))
+			if j%5 != 0 { // and some without the positions
+				byHash.PrefetchHash(&batch[j])
+			}
+		}
+		for j := range batch {
+			item := fmt.Appendf(nil, "item:%d", (from+j)%700)
+			want, werr := byItem.Add(item)
+			got, gerr := byHash.AddHash(&batch[j])
+			if got != want || gerr != werr {
+				t.Fatalf("item %d: AddHash gives %v, %v; Add %v, %v", from+j, got, gerr, want, werr)
+			}
 		}
 	}
 	for i := range 2000 {
 		item := fmt.Appendf(nil, "item:%d", i)
-		if got, want := byHash.ExistsHash(HashItem(item)), byItem.Exists(item); got != want {
+		var h ItemHash
+		h.Reset(item)
+		if i%2 == 0 {
+			byHash.PrefetchHash(&h)
+		}
+		if got, want := byHash.ExistsHash(&h), byItem.Exists(item); got != want {
 			t.Fatalf("item %d: ExistsHash %v, Exists %v", i, got, want)
 		}
 	}

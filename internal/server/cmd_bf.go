@@ -137,7 +137,7 @@ func (c *Conn) addItems(bv *bloomValue, items [][]byte) ([]int8, bool) {
 			}
 		}
 	case len(items) == 1:
-		record(bv.ch.AddHash(c.itemHash(items[0])))
+		record(c.addOne(bv.ch, items[0]))
 	default:
 		// Several items overlap their cache misses (BF.MADD, BF.INSERT).
 		bv.ch.AddMany(items, func(_ int, added bool, err error) bool { return record(added, err) })
@@ -546,13 +546,18 @@ func (c *Conn) bloomOrError(key []byte) *bloomValue {
 // requests buffered on c will read, when they go to the filter c used last, before any of them
 // runs: on a filter larger than the cache, each would otherwise wait for its own misses, while
 // this way the misses of a pipelined batch overlap. It reads only the connection's remembered
-// key (no lock, no statistics) and the requests stay buffered; the hashes it computes are kept
-// for the requests' own adds and tests (itemHash), so each item is hashed once.
+// key (no lock, no statistics) and the requests stay buffered. The hashes and bit positions it
+// computes are kept in c.batch for the requests' own adds and tests (batchHash), so that each
+// item is hashed and located once.
 //
-// The caller runs the buffered requests next, counting them in c.batchAt from 0, and sets
-// c.batchN to 0 before it reads again (the kept items point into the read buffer).
+// The caller (an event loop, whose batchHashes c.batch is) runs the buffered requests next,
+// counting them in c.batch.at, and sets c.batch.n to 0 before the connection reads again.
 func (c *Conn) prefetchBatch() {
-	c.batchN, c.batchAt = 0, 0
+	b := c.batch
+	if b == nil {
+		return
+	}
+	b.n, b.at = 0, 0
 	e := c.cacheEnt
 	if e == nil || c.cacheGen != c.srv.ks.gen.Load() || e.expire.Load() != 0 {
 		return
@@ -563,34 +568,52 @@ func (c *Conn) prefetchBatch() {
 	}
 	n := 0
 	c.rd.Peek(func(args [][]byte) bool {
-		b := &c.batchHash[n]
-		b.item = nil
+		it := &b.items[n]
+		it.item = nil
 		if len(args) == 3 && string(args[1]) == string(c.cacheKey) && (equalFold(args[0], "bf.add") || equalFold(args[0], "bf.exists")) {
-			b.item, b.hash = args[2], redisbloom.HashItem(args[2])
-			bv.ch.PrefetchHash(b.hash)
+			it.item = args[2]
+			it.hash.Reset(args[2])
+			bv.ch.PrefetchHash(&it.hash)
 		}
 		n++
 		return n < prefetchRequests
 	})
-	c.batchN = n
+	b.n = n
 }
 
-// A batchItem is an item of a request in a pipelined batch and its hash (see prefetchBatch).
+// batchHashes holds, for the batch of requests an event loop is running, what prefetchBatch
+// computed: items[i] is for the i-th request, for i < n; at counts the requests run so far.
+type batchHashes struct {
+	items [prefetchRequests]batchItem
+	n, at int
+}
+
+// A batchItem is the item of a request in a pipelined batch and its hash.
 type batchItem struct {
 	item []byte // a slice of the connection's read buffer; nil for none
 	hash redisbloom.ItemHash
 }
 
-// itemHash returns the hash of item, the item of the request that c is running: the hash that
-// prefetchBatch computed for that request of the batch when it holds that very slice (same
-// place in the read buffer, same length), or else a new one.
-func (c *Conn) itemHash(item []byte) redisbloom.ItemHash {
-	if c.batchAt < c.batchN {
-		if b := &c.batchHash[c.batchAt]; len(b.item) == len(item) && len(item) > 0 && &b.item[0] == &item[0] {
-			return b.hash
-		}
+// batchHash returns the hash that prefetchBatch computed for the request that c is running,
+// when that request's item is item, the very same slice of the read buffer (same place, same
+// length); otherwise nil, and the caller hashes the item itself.
+func (c *Conn) batchHash(item []byte) *redisbloom.ItemHash {
+	b := c.batch
+	if b == nil || b.at >= b.n || len(item) == 0 {
+		return nil
 	}
-	return redisbloom.HashItem(item)
+	if it := &b.items[b.at]; len(it.item) == len(item) && &it.item[0] == &item[0] {
+		return &it.hash
+	}
+	return nil
+}
+
+// addOne adds item to ch, as Chain.Add, with the hash prefetchBatch made when there is one.
+func (c *Conn) addOne(ch *redisbloom.Chain, item []byte) (bool, error) {
+	if h := c.batchHash(item); h != nil {
+		return ch.AddHash(h)
+	}
+	return ch.Add(item)
 }
 
 // prefetchRequests bounds how many requests prefetchBatch looks at: a pipeline's worth, whose
@@ -599,7 +622,13 @@ const prefetchRequests = 32
 
 func bfExistsCmd(c *Conn, args [][]byte) {
 	bv, _, _ := c.bloomAt(args[1])
-	c.w.Bool(bv != nil && bv.ch.ExistsHash(c.itemHash(args[2])))
+	if bv == nil {
+		c.w.Bool(false)
+	} else if h := c.batchHash(args[2]); h != nil {
+		c.w.Bool(bv.ch.ExistsHash(h))
+	} else {
+		c.w.Bool(bv.ch.Exists(args[2]))
+	}
 }
 
 func bfMExistsCmd(c *Conn, args [][]byte) {

@@ -69,11 +69,7 @@ type Conn struct {
 
 	journalArgs [][]byte // a rewritten command for the journal
 
-	// The item hashes that prefetchBatch computed for the requests of the batch an event loop
-	// runs, which their BF.ADD or BF.EXISTS then uses (see itemHash): batchHash[i] is for the
-	// i-th request, for i < batchN; batchAt is the number of requests of the batch run so far.
-	batchHash       [prefetchRequests]batchItem
-	batchN, batchAt int
+	batch *batchHashes // the event loop's (see prefetchBatch); nil without one
 
 	// The entry last looked up, valid while the keyspace's removal count is gen (see entry).
 	cacheKey []byte

@@ -60,6 +60,8 @@ type loop struct {
 	pollErr error
 
 	nowMs int64 // the time of this iteration
+
+	batch batchHashes // of the batch that process runs (see prefetchBatch)
 }
 
 // A loop publishes a connection's statistics (commands processed, the last command) every
@@ -253,7 +255,7 @@ var errEOF = errors.New("EOF")
 
 // newLoopConn makes the connection for an adopted socket.
 func (s *Server) newLoopConn(lp *loop, fd int, addr, laddr string) *Conn {
-	c := s.initConn(&Conn{lp: lp, fd: fd, gs: &lp.gs}, fdReader{fd})
+	c := s.initConn(&Conn{lp: lp, fd: fd, gs: &lp.gs, batch: &lp.batch}, fdReader{fd})
 	c.addr, c.laddr = addr, laddr
 	s.addConn(c)
 	return c
@@ -550,7 +552,7 @@ func (lp *loop) process(c *Conn) {
 			lp.markDirty(c)
 		}
 	}()
-	defer func() { c.batchN = 0 }() // the batch's item hashes point into the read buffer
+	defer func() { lp.batch.n = 0 }() // the batch's items point into c's read buffer
 	if c.rd.Buffered() >= prefetchMinBytes {
 		c.prefetchBatch()
 	}
@@ -569,7 +571,7 @@ func (lp *loop) process(c *Conn) {
 			break
 		}
 		c.execute(args)
-		c.batchAt++
+		lp.batch.at++
 		if c.hijack != nil {
 			lp.handOver(c)
 			return

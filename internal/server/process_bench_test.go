@@ -40,6 +40,7 @@ func benchmarkProcess(b *testing.B, name string) {
 	c := s.newConn(rw)
 	defer c.close()
 	lp := &loop{srv: s}
+	c.batch = &lp.batch
 	b.ReportAllocs()
 	b.ResetTimer()
 	from := 0
