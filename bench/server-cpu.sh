@@ -15,7 +15,8 @@
 # 100k items unmeasured, so that its pages are in memory. The tests:
 # BF.ADD, BF.EXISTS, BF.MADD and BF.MEXISTS of 10 items, random items from 100M (-r 100000000),
 # 50 clients, at -P 1 and -P 16, neither server persisting anything; then BF.ADD on two more
-# servers with appendonly yes and appendfsync everysec. Within a round each test runs on both
+# servers with appendonly yes and appendfsync everysec. PING comes first: what a command costs
+# that does no work, the floor of each server's read-parse-reply path. Within a round each test runs on both
 # servers back to back, the first server alternating by round; the table gives the median per
 # command, and the ratio's median and range over the rounds (each round's ratio taken between
 # runs a few seconds apart), so that load from other processes skews a round, not the result.
@@ -122,6 +123,7 @@ for round in $(seq "$ROUNDS"); do
   for pipe in 16 1; do
     n=$N
     [ "$pipe" = 1 ] && n=$((N / 3))
+    run "$round" PING "$pipe" no "$n" PING
     run "$round" BF.ADD "$pipe" no "$n" BF.ADD bf __rand_int__
     run "$round" BF.EXISTS "$pipe" no "$n" BF.EXISTS bf __rand_int__
     run "$round" BF.MADD "$pipe" no $((n / 5)) BF.MADD bf $items10
