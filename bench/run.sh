@@ -28,7 +28,7 @@ sections=(
   "library-1e8|25 min, 8 GB|the same at n = 1e8 (not part of all)"
   "batch|3 min, 1 GB|AddMany/TestMany against random and dependent loads, n = 1e7 and 1e8"
   "memory|1 min|bits per key and measured false-positive rate of every type at p = 0.1, 0.01, 0.001"
-  "bloomd|8 min|bloomd against RedisBloom: server CPU per BF.* command at -P 1 and -P 16 (REDISBLOOM_SO)"
+  "bloomd|11 min|bloomd against RedisBloom: server CPU per BF.* command and PING at -P 1 and -P 16 (REDISBLOOM_SO)"
   "redisfilter|3 min|redisfilter's forms against RedisBloom on the same redis-server (REDISBLOOM_SO)"
   "durability|5 min, 1 GB of disk|bloomd's appendfsync settings against each other; snapshot save and load"
   "cuckoo|4 min|the cuckoo filter against the Bloom filters at equal FPP"
@@ -166,7 +166,7 @@ run_section() {
   library-1e8) measure library-1e8 library-1e8.txt libbench -bench "Filters/n=1e8/$lib_ops/" -large -count 6 -benchtime 0.5s -timeout 0 ;;
   batch) measure batch batch.txt gotest "$bench" -bench 'Filters/n=1e[78]/op=(TestPresent|AddMany|TestManyPresent|TestManyAbsent|RandomLoad|DependentLoad)/impl=(classic|blocked|pages-4KiB|pages-2MiB)$' -large -count 6 -benchtime 0.5s -timeout 0 ;;
   memory) measure memory memory-fpp.txt env BLOOM_FPP_N=1000000 sh -c "cd '$root' && go test -count 1 -run '^TestFPPTable\$' -v . | grep '^ *|' | sed 's/^ *//'" ;;
-  bloomd) need_rb bloomd && measure bloomd bloomd-vs-redisbloom.txt env N=300000 ROUNDS=4 "$bench/server-cpu.sh" ;;
+  bloomd) need_rb bloomd && measure bloomd bloomd-vs-redisbloom.txt env N=600000 ROUNDS=12 "$bench/server-cpu.sh" ;;
   redisfilter) need_rb redisfilter && measure redisfilter redisfilter.txt gotest "$root/redisfilter" -bench . -benchtime 1s -count 6 ;;
   durability) measure durability durability.txt env N=200000 ROUNDS=3 GB=1 "$root/internal/persist/bench.sh" ;;
   cuckoo) measure cuckoo cuckoo.txt gotest "$root" -bench CuckooVsBloom -benchtime 300000x -count 6 -timeout 0 ;;
