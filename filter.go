@@ -222,17 +222,27 @@ func (f *Filter) gather(h1, h2 uint64, p *probe) bool {
 		}
 		return any != 0
 	}
+	f.locate(h1, h2, p.word[:f.k])
+	return f.gatherAt(p.word[:f.k], p)
+}
+
+// locate writes the len(pos) first positions of (h1, h2) to pos, all of them before any is used.
+func (f *Filter) locate(h1, h2 uint64, pos []uint64) {
 	if f.scheme == RedisBloom64 {
-		for i := range f.k {
-			p.word[i] = f.div.mod(h1 + uint64(i)*h2) // location, inlined
+		for i := range pos {
+			pos[i] = f.div.mod(h1 + uint64(i)*h2) // location, inlined
 		}
-	} else {
-		for i := range f.k {
-			p.word[i] = f.location(h1, h2, i)
-		}
+		return
 	}
-	for i := range f.k {
-		b := p.word[i]
+	for i := range pos {
+		pos[i] = f.location(h1, h2, i)
+	}
+}
+
+// gatherAt is gather for a key whose k positions are pos (which may be p.word itself).
+func (f *Filter) gatherAt(pos []uint64, p *probe) bool {
+	var any uint64
+	for i, b := range pos {
 		p.word[i] = b >> 6
 		p.missing[i] = bitMask[b&63] &^ atomic.LoadUint64(&f.bits[b>>6])
 		any |= p.missing[i]
@@ -265,13 +275,19 @@ func (f *Filter) addIf(h1, h2 uint64, admit func() bool) (added, present bool) {
 		return true, false
 	}
 	var p probe
-	if !f.gather(h1, h2, &p) {
+	return f.setIf(&p, f.gather(h1, h2, &p), admit)
+}
+
+// setIf ends addIf for a key gathered into p: when a bit was clear, it sets the key's bits if
+// admit returns true.
+func (f *Filter) setIf(p *probe, clear bool, admit func() bool) (added, present bool) {
+	if !clear {
 		return false, true
 	}
 	if !admit() {
 		return false, false
 	}
-	f.setMissing(&p)
+	f.setMissing(p)
 	return true, false
 }
 

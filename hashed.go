@@ -1,7 +1,5 @@
 package bloom
 
-import "sync/atomic"
-
 // Building blocks for filters made of several Filters, such as RedisBloom's scalable chain: they
 // hash each key once and probe many sub-filters, and size all of them before allocating any.
 
@@ -30,14 +28,9 @@ func (f *Filter) PrefetchHashed(h1, h2 uint64) {
 		return
 	}
 	var idx [maxFastK]uint64
-	if f.scheme == RedisBloom64 {
-		for i := range f.k {
-			idx[i] = f.div.mod(h1+uint64(i)*h2) >> 6 // location, inlined
-		}
-	} else {
-		for i := range f.k {
-			idx[i] = f.location(h1, h2, i) >> 6
-		}
+	f.locate(h1, h2, idx[:f.k])
+	for i := range f.k {
+		idx[i] >>= 6
 	}
 	prefetchWords(f.bits, idx[:f.k])
 }
@@ -52,17 +45,10 @@ func (f *Filter) PrefetchLocate(h1, h2 uint64, pos []uint64) []uint64 {
 		return nil
 	}
 	pos = pos[:f.k]
+	f.locate(h1, h2, pos)
 	var idx [maxFastK]uint64
-	if f.scheme == RedisBloom64 {
-		for i := range pos {
-			pos[i] = f.div.mod(h1 + uint64(i)*h2) // location, inlined
-			idx[i] = pos[i] >> 6
-		}
-	} else {
-		for i := range pos {
-			pos[i] = f.location(h1, h2, i)
-			idx[i] = pos[i] >> 6
-		}
+	for i, b := range pos {
+		idx[i] = b >> 6
 	}
 	prefetchWords(f.bits, idx[:f.k])
 	return pos
@@ -75,20 +61,7 @@ func (f *Filter) AddLocatedIf(h1, h2 uint64, pos []uint64, admit func() bool) (a
 		return f.addIf(h1, h2, admit)
 	}
 	var p probe
-	var any uint64
-	for i, b := range pos {
-		p.word[i] = b >> 6
-		p.missing[i] = bitMask[b&63] &^ atomic.LoadUint64(&f.bits[b>>6])
-		any |= p.missing[i]
-	}
-	if any == 0 {
-		return false, true
-	}
-	if !admit() {
-		return false, false
-	}
-	f.setMissing(&p)
-	return true, false
+	return f.setIf(&p, f.gatherAt(pos, &p), admit)
 }
 
 // TestLocated is TestHashed for a key hashed to (h1, h2) whose positions in f PrefetchLocate

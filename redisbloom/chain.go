@@ -287,24 +287,19 @@ func (c *Chain) Exists(item []byte) bool {
 }
 
 // ExistsHash is Exists for the item that HashItem hashed to h.
-func (c *Chain) ExistsHash(h *ItemHash) bool {
-	links := *c.links.Load()
-	last := len(links) - 1
-	if links[last].f.TestLocated(h.h1, h.h2, h.positions(links[last])) {
-		return true
-	}
-	for i := last - 1; i >= 0; i-- {
-		if links[i].f.TestHashed(h.h1, h.h2) {
-			return true
-		}
-	}
-	return false
-}
+func (c *Chain) ExistsHash(h *ItemHash) bool { return c.exists(h.h1, h.h2, h) }
 
-func (c *Chain) existsHashed(h1, h2 uint64) bool {
+func (c *Chain) existsHashed(h1, h2 uint64) bool { return c.exists(h1, h2, nil) }
+
+// exists is Exists for an item hashed to (h1, h2), with its positions in h when h is not nil.
+func (c *Chain) exists(h1, h2 uint64, h *ItemHash) bool {
 	links := *c.links.Load()
 	for i := len(links) - 1; i >= 0; i-- {
-		if links[i].f.TestHashed(h1, h2) {
+		var pos []uint64
+		if h != nil {
+			pos = h.positions(links[i])
+		}
+		if links[i].f.TestLocated(h1, h2, pos) {
 			return true
 		}
 	}
