@@ -22,9 +22,8 @@ import (
 // the iteration's journal records durable with one wait, and writes each connection's replies
 // with one write. Compared with a goroutine per connection this saves, per request, the read that
 // finds nothing before the goroutine parks, and the scheduler's wake-ups; bloomd runs one loop
-// per core. With io_uring, an iteration's replies and the next iteration's reads are one system
-// call: finish queues the writes in the ring, and readBatch submits them with the reads of the
-// sockets the next epoll_wait reports (or pollOnce alone, before the loop parks).
+// per core. With io_uring, all the reads of an iteration are one system call, and all the writes
+// another (readBatch, finish).
 type loop struct {
 	srv    *Server
 	epfd   int
@@ -38,11 +37,11 @@ type loop struct {
 	dirty  []*Conn      // connections with replies to write this iteration
 	wait   func() error // the latest journal wait of this iteration
 
-	// With io_uring (nil without), the replies of an iteration and the reads of the next are
-	// one system call, instead of a read and a write per socket.
+	// With io_uring (nil without), an iteration reads every readable socket with one system
+	// call and writes every reply with another, instead of a read and a write per socket.
 	ring      *uring.Ring
-	reading   []*Conn     // connections to read in this iteration's batch (tags readTag|index)
-	writing   []*Conn     // connections whose replies are queued in the ring (tags index)
+	reading   []*Conn     // connections to read in this iteration's batch
+	writing   []*Conn     // connections whose replies are queued in the ring
 	abandoned []*Conn     // see ringFailed
 	deadRing  *uring.Ring // see ringFailed
 
@@ -148,16 +147,11 @@ func (lp *loop) poll() (int, error) {
 	return lp.pollN, err
 }
 
-// pollOnce is the non-blocking look at the epoll set that poll repeats after each wake-up. When
-// it finds nothing, the replies queued in the ring go out before the loop parks; when it finds
-// sockets to read, they go out with those reads (readBatch).
+// pollOnce is the non-blocking look at the epoll set that poll repeats after each wake-up.
 func (lp *loop) pollOnce(fd uintptr) bool {
 	lp.pollN, lp.pollErr = rawEpollWait(int(fd), lp.events)
 	if lp.pollErr == syscall.EINTR {
 		lp.pollN, lp.pollErr = 0, nil
-	}
-	if lp.pollN <= 0 {
-		lp.flushWrites()
 	}
 	return lp.pollN > 0 || lp.pollErr != nil
 }
@@ -295,7 +289,6 @@ func (lp *loop) run() {
 			ev := &lp.events[i]
 			fd := int(ev.Fd)
 			if fd == lp.efd {
-				lp.flushWrites() // control may add to any connection's replies
 				lp.control(now)
 				continue
 			}
@@ -314,14 +307,13 @@ func (lp *loop) run() {
 				}
 			}
 		}
-		if len(lp.reading) > 0 || len(lp.writing) > 0 {
+		if len(lp.reading) > 0 {
 			lp.readBatch(now)
 		}
 		lp.finish()
 		if lp.stopSeen || lp.srv.timeout.Load() > 0 {
 			lp.expire(now)
 			if lp.stopSeen && lp.nconns == 0 && lp.exit() {
-				lp.flushWrites()
 				return
 			}
 		}
@@ -451,9 +443,8 @@ func (lp *loop) expire(now time.Time) {
 // readable reads once from c and runs the requests that completed.
 func (lp *loop) readable(c *Conn, now time.Time) { lp.afterRead(c, c.rd.Fill(), now) }
 
-// readBatch reads the connections of lp.reading through the ring, with the writes queued there,
-// one system call for all (or for each ringEntries of them), and runs the requests that
-// completed.
+// readBatch reads the connections of lp.reading through the ring, one system call for all (or
+// for each ringEntries of them), and runs the requests that completed.
 func (lp *loop) readBatch(now time.Time) {
 	lo := 0
 	for i, c := range lp.reading {
@@ -462,7 +453,7 @@ func (lp *loop) readBatch(now time.Time) {
 			continue
 		}
 		if lp.ring != nil && lp.ring.Full() {
-			lp.submit(lo, i, now)
+			lp.submitReads(lo, i, now)
 			lo = i
 			if lp.conn(c.fd) != c || len(c.out) > 0 || c.closing {
 				lp.reading[i] = nil
@@ -474,47 +465,21 @@ func (lp *loop) readBatch(now time.Time) {
 			lp.readable(c, now) // the ring failed
 			continue
 		}
-		lp.ring.Recv(c.fd, c.rd.Space(), readTag|uint64(i))
+		lp.ring.Recv(c.fd, c.rd.Space(), uint64(i))
 	}
 	if lp.ring != nil {
-		lp.submit(lo, len(lp.reading), now)
+		lp.submitReads(lo, len(lp.reading), now)
 	}
 	clear(lp.reading)
 	lp.reading = lp.reading[:0]
 }
 
-// readTag marks the ring's reads: their tag is readTag|index in lp.reading, a write's its index
-// in lp.writing.
-const readTag = 1 << 63
-
-// submit submits what the ring holds: the writes queued by finish, and the reads queued for
-// lp.reading[lo:hi]. It takes the writes' results first, so that a connection's replies are
-// accounted for (or left waiting in c.out) before the requests it sent next run.
-func (lp *loop) submit(lo, hi int, now time.Time) {
+// submitReads submits the reads queued for lp.reading[lo:hi] and runs what they brought.
+func (lp *loop) submitReads(lo, hi int, now time.Time) {
 	done, err := lp.ring.Submit()
 	for _, d := range done {
-		if d.Tag&readTag == 0 {
-			lp.sent(d)
-		}
-	}
-	var unsent []*Conn // writes without a result, when the submission failed
-	if err != nil {
-		for _, c := range lp.writing {
-			if c != nil {
-				c.inRing = false
-				unsent = append(unsent, c)
-			}
-		}
-	}
-	clear(lp.writing)
-	lp.writing = lp.writing[:0]
-	for _, d := range done {
-		if d.Tag&readTag == 0 {
-			continue
-		}
-		i := d.Tag &^ readTag
-		c := lp.reading[i]
-		lp.reading[i] = nil
+		c := lp.reading[d.Tag]
+		lp.reading[d.Tag] = nil
 		if lp.conn(c.fd) != c {
 			continue // closed by a request of a connection before it in this batch
 		}
@@ -533,15 +498,7 @@ func (lp *loop) submit(lo, hi int, now time.Time) {
 		lp.afterRead(c, c.rd.Commit(n, rerr), now)
 	}
 	if err != nil {
-		lp.ringFailed(err, unsent, lp.reading[lo:hi])
-	}
-}
-
-// flushWrites submits the writes queued in the ring, if any: before the loop parks, and before
-// anything but a connection's own requests may change its replies or close it.
-func (lp *loop) flushWrites() {
-	if len(lp.writing) > 0 && lp.ring != nil {
-		lp.submit(0, 0, time.Time{})
+		lp.ringFailed(err, lp.reading[lo:hi])
 	}
 }
 
@@ -550,15 +507,13 @@ func (lp *loop) flushWrites() {
 // its connection's buffer: those connections (the non-nil ones of unfinished) are closed, and
 // kept referenced, with the ring, for the life of the loop. Sockets made non-blocking for each
 // operation (MSG_DONTWAIT) finish during the submission, so this does not happen in practice.
-func (lp *loop) ringFailed(err error, unfinished ...[]*Conn) {
+func (lp *loop) ringFailed(err error, unfinished []*Conn) {
 	lp.srv.log.Error("io_uring failed; the event loop goes on with plain system calls", "err", err)
-	for _, cs := range unfinished {
-		for i, c := range cs {
-			if c != nil {
-				lp.abandoned = append(lp.abandoned, c)
-				lp.close(c)
-				cs[i] = nil
-			}
+	for i, c := range unfinished {
+		if c != nil {
+			lp.abandoned = append(lp.abandoned, c)
+			lp.close(c)
+			unfinished[i] = nil
 		}
 	}
 	lp.deadRing = lp.ring
@@ -669,8 +624,7 @@ func (lp *loop) waitJournal() bool {
 	return true
 }
 
-// finish ends an iteration: leave the gate, wait for the journal, write every reply (with
-// io_uring, queue it: see readBatch and pollOnce).
+// finish ends an iteration: leave the gate, wait for the journal, write every reply.
 func (lp *loop) finish() {
 	if lp.gs.entered {
 		lp.srv.gate.exit(lp.gs.slot)
@@ -693,12 +647,12 @@ func (lp *loop) finish() {
 			lp.write(c)
 		}
 	}
+	if len(lp.writing) > 0 {
+		lp.submitWrites()
+	}
 	for _, c := range lp.dirty {
-		if c.closing {
-			lp.flushWrites() // its last replies go out before it closes
-			if len(c.out) == 0 && lp.conn(c.fd) == c {
-				lp.close(c)
-			}
+		if c.closing && len(c.out) == 0 && lp.conn(c.fd) == c {
+			lp.close(c)
 		}
 	}
 	clear(lp.dirty)
@@ -749,7 +703,7 @@ func (lp *loop) queueWrite(c *Conn) {
 		return
 	}
 	if lp.ring.Full() {
-		lp.flushWrites()
+		lp.submitWrites()
 		if lp.ring == nil {
 			lp.write(c) // the ring failed
 			return
@@ -760,26 +714,39 @@ func (lp *loop) queueWrite(c *Conn) {
 	c.inRing = true
 }
 
-// sent takes the result of a write submitted through the ring.
-func (lp *loop) sent(d uring.Completion) {
-	c := lp.writing[d.Tag]
-	lp.writing[d.Tag] = nil
-	c.inRing = false
-	if lp.conn(c.fd) != c {
-		return // closed meanwhile
+// submitWrites submits the writes queued in the ring.
+func (lp *loop) submitWrites() {
+	done, err := lp.ring.Submit()
+	for _, d := range done {
+		c := lp.writing[d.Tag]
+		lp.writing[d.Tag] = nil
+		c.inRing = false
+		if lp.conn(c.fd) != c {
+			continue // closed meanwhile
+		}
+		switch n := int(d.Res); {
+		case n < 0 && syscall.Errno(-n) != syscall.EAGAIN && syscall.Errno(-n) != syscall.EINTR:
+			lp.wrote(c, 0, syscall.Errno(-n))
+		case n < len(c.w.Bytes()):
+			// The socket took part (or none): try the rest as write does, with a plain
+			// write (it stops at EAGAIN).
+			n = max(n, 0)
+			m, err := writeFD(c.fd, c.w.Bytes()[n:])
+			lp.wrote(c, n+m, err)
+		default:
+			lp.wrote(c, n, nil)
+		}
 	}
-	switch n := int(d.Res); {
-	case n < 0 && syscall.Errno(-n) != syscall.EAGAIN && syscall.Errno(-n) != syscall.EINTR:
-		lp.wrote(c, 0, syscall.Errno(-n))
-	case n < len(c.w.Bytes()):
-		// The socket took part (or none): try the rest as write does, with a plain
-		// write (it stops at EAGAIN).
-		n = max(n, 0)
-		m, err := writeFD(c.fd, c.w.Bytes()[n:])
-		lp.wrote(c, n+m, err)
-	default:
-		lp.wrote(c, n, nil)
+	if err != nil {
+		for _, c := range lp.writing {
+			if c != nil {
+				c.inRing = false
+			}
+		}
+		lp.ringFailed(err, lp.writing)
 	}
+	clear(lp.writing)
+	lp.writing = lp.writing[:0]
 }
 
 // writeOut writes pending output when the socket can take more; once it is all written, the
@@ -860,11 +827,8 @@ func (lp *loop) watch(c *Conn, events uint32) {
 	}
 }
 
-// close closes a connection of the loop, once replies queued for it in the ring are written.
+// close closes a connection of the loop.
 func (lp *loop) close(c *Conn) {
-	if c.inRing {
-		lp.flushWrites()
-	}
 	if lp.conn(c.fd) != c {
 		return
 	}
