@@ -430,8 +430,9 @@ func (r *Reader) takeAhead() bool {
 	a := r.ahead[r.aheadNext]
 	r.args, r.start = r.aheadArgs[a.lo:a.hi:a.hi], a.next
 	if r.aheadNext++; r.aheadNext == len(r.ahead) {
-		r.ahead, r.aheadNext = r.ahead[:0], 0 // aheadArgs holds r.args until the next read
-		r.aheadArgs = r.aheadArgs[:0]
+		// aheadArgs holds r.args until the next read or Peek, and is cleared then
+		// (forgetAhead), so that it keeps no reference to a buffer given back.
+		r.ahead, r.aheadNext = r.ahead[:0], 0
 	}
 	return true
 }

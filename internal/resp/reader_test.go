@@ -530,3 +530,32 @@ func TestPeekBounds(t *testing.T) {
 		t.Fatalf("after the batch: %q, %v", args, err)
 	}
 }
+
+// TestPeekKeepsNoBuffer checks that once the kept requests are read and the Reader reads again,
+// nothing it keeps refers to the old buffer, which a Reader gives back after a large message.
+func TestPeekKeepsNoBuffer(t *testing.T) {
+	var in []byte
+	for i := range 3 {
+		in = AppendCommand(in, []byte("ECHO"), []byte(strconv.Itoa(i)))
+	}
+	r := NewReader(bytes.NewReader(in))
+	if err := r.Fill(); err != nil {
+		t.Fatal(err)
+	}
+	kept := 0
+	r.Peek(func([][]byte) bool { kept++; return true })
+	for range kept {
+		if args, err := r.ReadBuffered(); err != nil || args == nil {
+			t.Fatal(args, err)
+		}
+	}
+	if kept != 3 {
+		t.Fatalf("Peek saw %d requests, want 3", kept)
+	}
+	r.Fill() // the source is empty: reads nothing, after making room
+	for i, a := range r.aheadArgs[:cap(r.aheadArgs)] {
+		if a != nil {
+			t.Fatalf("aheadArgs[%d] still refers to the buffer: %q", i, a)
+		}
+	}
+}
