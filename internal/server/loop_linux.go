@@ -546,13 +546,13 @@ const prefetchMinBytes = 80
 // written whole (c.out), or the connection is closing.
 func (lp *loop) process(c *Conn) {
 	defer func() {
+		lp.batch.n = 0 // the batch's items point into c's read buffer
 		if r := recover(); r != nil {
 			lp.srv.recovered(c, r)
 			c.closing = true
 			lp.markDirty(c)
 		}
 	}()
-	defer func() { lp.batch.n = 0 }() // the batch's items point into c's read buffer
 	if c.rd.Buffered() >= prefetchMinBytes {
 		c.prefetchBatch()
 	}
