@@ -6,17 +6,18 @@ import (
 	"database/sql"
 	"fmt"
 	"log/slog"
-	"net"
 	"path/filepath"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+	_ "modernc.org/sqlite" // the "sqlite" database/sql driver
+
 	"github.com/bloomd/bloom/guard"
 	"github.com/bloomd/bloom/internal/redistest"
 	"github.com/bloomd/bloom/internal/server"
-	"github.com/redis/go-redis/v9"
-	_ "modernc.org/sqlite" // the "sqlite" database/sql driver
+	"github.com/bloomd/bloom/internal/servertest"
 )
 
 func TestMain(m *testing.M) { redistest.Main(m) }
@@ -130,26 +131,11 @@ func redisClient(t testing.TB) *redis.Client {
 // persistence, and returns a client of it.
 func bloomdClient(t testing.TB) *redis.Client {
 	t.Helper()
-	cfg := server.DefaultConfig()
-	cfg.Dir = t.TempDir()
-	cfg.Save = nil
-	cfg.AppendOnly = false
-	cfg.Logger = quietLogger(nil)
-	s, err := server.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go s.ServeListener(ln)
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		s.Shutdown(ctx)
-	})
-	c := redis.NewClient(&redis.Options{Addr: ln.Addr().String()})
+	_, addr := servertest.Start(t, &servertest.Options{Config: func(cfg *server.Config) {
+		cfg.Save = nil
+		cfg.AppendOnly = false
+	}})
+	c := redis.NewClient(&redis.Options{Addr: addr})
 	t.Cleanup(func() { c.Close() })
 	return c
 }

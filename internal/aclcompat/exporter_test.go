@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/bloomd/bloom/internal/redistest"
+	"github.com/bloomd/bloom/internal/servertest"
 )
 
 // exporterRules let prometheus-redis-exporter (as Debian packages it) do everything it does in
@@ -70,7 +71,7 @@ func sample(scrape, series string) (float64, bool) {
 func TestExporterUser(t *testing.T) {
 	bin := needProgram(t, "prometheus-redis-exporter", "BLOOM_REQUIRE_EXPORTER", "prometheus-redis-exporter")
 	redisAddr := startRedis(t)
-	srv, bloomdAddr := startBloomdServer(t, nil)
+	srv, bloomdAddr := servertest.Start(t, nil)
 	admin := dialPair(t, redisAddr, bloomdAddr)
 	admin.must(append([]string{"ACL", "SETUSER", "exporter"}, strings.Fields(exporterRules)...)...)
 	admin.must("ACL", "LOG", "RESET")

@@ -1,11 +1,9 @@
 package aclcompat
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"os"
 	"os/exec"
@@ -16,47 +14,18 @@ import (
 	"github.com/bloomd/bloom/internal/redistest"
 	"github.com/bloomd/bloom/internal/resp"
 	"github.com/bloomd/bloom/internal/server"
+	"github.com/bloomd/bloom/internal/servertest"
 	"github.com/bloomd/bloom/internal/skipped"
 )
 
 func TestMain(m *testing.M) { redistest.Main(m) }
 
-// startBloomd runs a bloomd in this process on a free loopback port, its files in a temporary
-// directory, and returns its address. mod may change the settings first.
+// startBloomd runs a bloomd in this process (servertest.Start) and returns its address. mod may
+// change the settings first.
 func startBloomd(t testing.TB, mod func(*server.Config)) string {
 	t.Helper()
-	_, addr := startBloomdServer(t, mod)
+	_, addr := servertest.Start(t, &servertest.Options{Config: mod})
 	return addr
-}
-
-// startBloomdServer is startBloomd, returning the server too.
-func startBloomdServer(t testing.TB, mod func(*server.Config)) (*server.Server, string) {
-	t.Helper()
-	cfg := server.DefaultConfig()
-	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
-	cfg.Dir = t.TempDir()
-	if mod != nil {
-		mod(&cfg)
-	}
-	s, err := server.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	served := make(chan struct{})
-	go func() { defer close(served); s.ServeListener(ln) }()
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		if err := s.Shutdown(ctx); err != nil {
-			t.Errorf("bloomd Shutdown: %v", err)
-		}
-		<-served
-	})
-	return s, ln.Addr().String()
 }
 
 // startRedis runs a redis-server 7.0 for one test (skipping it when Redis is not installed, see

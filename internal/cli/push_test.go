@@ -2,7 +2,6 @@ package cli
 
 import (
 	"bytes"
-	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -10,8 +9,6 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
-	"io"
-	"log/slog"
 	"math/big"
 	"net"
 	"os"
@@ -21,33 +18,20 @@ import (
 	"time"
 
 	"github.com/bloomd/bloom/internal/server"
+	"github.com/bloomd/bloom/internal/servertest"
 )
 
-// startBloomd runs a real bloomd in this process on a free loopback port and returns its
-// address. With a TLS certificate it serves TLS on that port.
+// startBloomd runs a real bloomd in this process on a free loopback port (servertest.Start) and
+// returns its address. With a TLS certificate it serves TLS on that port.
 func startBloomd(t *testing.T, password string, cert *tls.Certificate) (string, *server.Server) {
 	t.Helper()
-	cfg := server.DefaultConfig()
-	cfg.Requirepass = password
-	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
-	s, err := server.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
+	opt := &servertest.Options{Config: func(cfg *server.Config) { cfg.Requirepass = password }}
 	if cert != nil {
-		ln = tls.NewListener(ln, &tls.Config{Certificates: []tls.Certificate{*cert}})
+		opt.Listener = func(ln net.Listener) net.Listener {
+			return tls.NewListener(ln, &tls.Config{Certificates: []tls.Certificate{*cert}})
+		}
 	}
-	go s.ServeListener(ln)
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		s.Shutdown(ctx)
-	})
+	s, addr := servertest.Start(t, opt)
 	return addr, s
 }
 
