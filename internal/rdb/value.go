@@ -57,7 +57,7 @@ func (v *value) end(err error) error {
 }
 
 func (v *value) wrap(err error) error {
-	if v.e.Key == nil {
+	if err == nil || v.e.Key == nil {
 		return err
 	}
 	return fmt.Errorf("key %q: %w", clip(v.e.Key), err)

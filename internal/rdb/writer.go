@@ -31,7 +31,7 @@ type WriterOptions struct {
 	// HashMaxListpackEntries and HashMaxListpackValue are Redis's hash-max-listpack-entries
 	// and hash-max-listpack-value: a hash with at most that many fields, none of whose fields
 	// or values is longer, is written as a listpack, as Redis 7.0 keeps it. 0 means Redis's
-	// defaults, 128 and 64.
+	// defaults, 512 and 64.
 	HashMaxListpackEntries int
 	HashMaxListpackValue   int
 }
@@ -48,7 +48,7 @@ func (o *WriterOptions) orDefault() (WriterOptions, error) {
 		return w, fmt.Errorf("%w: cannot write version %d (only %d to %d)", ErrVersion, w.Version, MinVersion, MaxVersion)
 	}
 	if w.HashMaxListpackEntries == 0 {
-		w.HashMaxListpackEntries = 128
+		w.HashMaxListpackEntries = 512
 	}
 	if w.HashMaxListpackValue == 0 {
 		w.HashMaxListpackValue = 64
