@@ -20,7 +20,7 @@ import (
 // recordedFiles are the RDB files written by Redis 7.0 + RedisBloom 2.6.28 (see record_test.go).
 var recordedFiles = []string{"bloom-compressed.rdb", "bloom-plain.rdb"}
 
-func loadFacts(t *testing.T, name string) fileFacts {
+func loadFacts(t testing.TB, name string) fileFacts {
 	t.Helper()
 	js, err := os.ReadFile(filepath.Join("testdata", name+".facts.json"))
 	if err != nil {
