@@ -57,4 +57,3 @@ func TestRDBPull(t *testing.T) {
 	run(t, "", "rdb", "pull", recordedRDB, "missing", filepath.Join(dir, "c")).fails(t, "no key")
 	run(t, "", "rdb", "pull", recordedRDB, "bf-scaled", out).fails(t, "already exists")
 }
-
