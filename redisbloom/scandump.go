@@ -142,59 +142,17 @@ type headerLink struct {
 // whose bit arrays cannot fit in memory fails with an error wrapping bloom.ErrTooLarge, and the
 // Reserve hook of opts, called with the chain's Size, can refuse it with its own error.
 func LoadHeader(data []byte, opts *Options) (*Chain, error) {
-	if len(data) < headerFixedSize {
-		return nil, fmt.Errorf("%w: header is %d bytes, shorter than 20", ErrBadData, len(data))
+	h, err := ParseHeader(data)
+	if err != nil {
+		return nil, err
 	}
-	le := binary.LittleEndian
-	total := le.Uint64(data[0:])
-	nfilters := le.Uint32(data[8:])
-	options := le.Uint32(data[12:])
-	growth := le.Uint32(data[16:])
-	if nfilters == 0 {
-		return nil, fmt.Errorf("%w: header declares 0 sub-filters", ErrBadData)
-	}
-	if nfilters > MaxFilters {
-		return nil, fmt.Errorf("%w: header declares %d sub-filters (limit %d)", ErrBadData, nfilters, MaxFilters)
-	}
-	if want := headerFixedSize + headerLinkSize*int(nfilters); len(data) != want {
-		return nil, fmt.Errorf("%w: header is %d bytes, want %d for %d sub-filters", ErrBadData, len(data), want, nfilters)
-	}
-	if options&^optAll != 0 {
-		return nil, fmt.Errorf("%w: unknown option bits %#x", ErrBadData, options)
-	}
-	if options&^optNoScaling != optForce64|optNoRound {
-		return nil, fmt.Errorf("%w: options %d are not supported (want 5, or 13 for NONSCALING: 64-bit hashing without power-of-two rounding)", ErrBadData, options)
-	}
-	links := make([]headerLink, nfilters)
-	var sum, memory uint64 = 0, chainOverhead
-	for i := range links {
-		p := data[headerFixedSize+headerLinkSize*i:]
-		h := headerLink{
-			bytes:     le.Uint64(p[0:]),
-			bits:      le.Uint64(p[8:]),
-			size:      le.Uint64(p[16:]),
-			errorRate: math.Float64frombits(le.Uint64(p[24:])),
-			bpe:       math.Float64frombits(le.Uint64(p[32:])),
-			hashes:    le.Uint32(p[40:]),
-			capacity:  le.Uint64(p[44:]),
-			n2:        p[52],
-		}
-		if err := h.validate(); err != nil {
-			return nil, fmt.Errorf("%w: sub-filter %d: %s", ErrBadData, i, err)
-		}
-		if h.size > math.MaxUint64-sum {
-			return nil, fmt.Errorf("%w: sub-filter item counts overflow", ErrBadData)
-		}
-		sum += h.size
+	var memory uint64 = chainOverhead
+	for _, l := range h.Links {
 		// At most 2048·(64 + 2^53), which can pass 2^64: saturate, so the hook and the
 		// memory check see a size too large rather than a wrapped small one.
-		memory = min(memory, math.MaxUint64-linkOverhead-h.bytes) + linkOverhead + h.bytes
-		links[i] = h
+		memory = min(memory, math.MaxUint64-linkOverhead-l.Bytes) + linkOverhead + l.Bytes
 	}
-	if sum != total {
-		return nil, fmt.Errorf("%w: header counts %d items, its sub-filters %d", ErrBadData, total, sum)
-	}
-	c := &Chain{growth: growth, options: options}
+	c := &Chain{growth: h.Expansion, options: h.Options}
 	if opts != nil && opts.Reserve != nil {
 		// The hook first: its refusal says more (what limit, how much is in use) than the
 		// check against the machine's memory below.
@@ -204,16 +162,16 @@ func LoadHeader(data []byte, opts *Options) (*Chain, error) {
 		}
 	}
 	if err := bloom.CheckAlloc(memory); err != nil {
-		return nil, fmt.Errorf("redisbloom: loading a header of %d sub-filters: %w", nfilters, err)
+		return nil, fmt.Errorf("redisbloom: loading a header of %d sub-filters: %w", len(h.Links), err)
 	}
-	chain := make([]*link, nfilters)
-	for i, h := range links {
-		f, err := bloom.NewWithParams(h.bits, int(h.hashes), bloom.RedisBloom64)
+	chain := make([]*link, len(h.Links))
+	for i, h := range h.Links {
+		f, err := bloom.NewWithParams(h.Bits, int(h.Hashes), bloom.RedisBloom64)
 		if err != nil {
 			return nil, fmt.Errorf("redisbloom: loading sub-filter %d: %w", i, err)
 		}
-		l := &link{f: f, capacity: h.capacity, errorRate: h.errorRate, bpe: h.bpe, n2: h.n2}
-		l.size.Store(h.size)
+		l := &link{f: f, capacity: h.Capacity, errorRate: h.ErrorRate, bpe: h.BitsPerEntry, n2: h.N2}
+		l.size.Store(h.Items)
 		chain[i] = l
 	}
 	c.links.Store(&chain)

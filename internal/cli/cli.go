@@ -127,6 +127,7 @@ Exit status: 0 on success, 2 on error; bloom test exits 0 if any item may be pre
 		newConvertCmd(e),
 		newPushCmd(e),
 		newPullCmd(e),
+		newRDBCmd(e),
 	)
 	// A format flag's zero value means "detected" or "as the input": each flag's usage says
 	// which, so pflag's "(default auto)" would only repeat it, wrongly.
