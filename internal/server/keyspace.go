@@ -30,6 +30,9 @@ type keyspace struct {
 
 	// loading suspends expiry while a journal is replayed (see Server.SetLoading).
 	loading atomic.Bool
+	// replUsed is what replication holds against the memory ceiling besides the keyspace: the
+	// backlog's chunks and the copies full syncs send (memory.go).
+	replUsed atomic.Int64
 
 	// exclusive, if set, reports whether the caller runs alone; removeLocked checks it.
 	exclusive func() bool

@@ -179,22 +179,45 @@ func (c *Conn) replCheck(cmd *Command) string {
 // replHost is the server as internal/repl sees it.
 type replHost struct{ s *Server }
 
-func (h replHost) Snapshot(mark func()) (int64, func(io.Writer) error, error) {
+// Snapshot takes the snapshot that full syncs share. Its copies of cuckoo filters are charged to
+// the memory ceiling (with the backlog, apart from the keyspace) until it is released, and
+// refused when they do not fit.
+func (h replHost) Snapshot(mark func()) (repl.Snapshot, error) {
+	s := h.s
 	var items []persist.Item
-	h.s.Pause(func() {
-		items = dataKeyspace(h).Capture()
-		mark()
+	var charged int64
+	var err error
+	s.Pause(func() {
+		items, err = dataKeyspace(h).capture(func(n int64) error {
+			if err := s.chargeRepl(n); err != nil {
+				return fmt.Errorf("the copies of its cuckoo filters (%d bytes, %s) do not fit under the memory limit: %w", n, humanBytes(n), err)
+			}
+			charged = n
+			return nil
+		})
+		if err == nil {
+			mark()
+		}
 	})
+	if err != nil {
+		s.log.Warn("full sync refused", "err", err)
+		return repl.Snapshot{}, err
+	}
+	release := func() { s.chargeRepl(-charged) }
 	size, err := persist.SnapshotSize(items)
 	if err != nil {
-		return 0, nil, err
+		release()
+		return repl.Snapshot{}, err
 	}
 	write := func(w io.Writer) error {
 		_, err := persist.WritePlainSnapshot(w, persist.SnapshotHeader{Created: time.Now().UnixMilli()}, items)
 		return err
 	}
-	return size, write, nil
+	return repl.Snapshot{Size: size, Write: write, Release: release}, nil
 }
+
+// Charge charges the backlog's chunks to the memory ceiling.
+func (h replHost) Charge(n int64) error { return h.s.chargeRepl(n) }
 
 // Load replaces the keyspace with a primary's snapshot. The FLUSHALL before it is journaled;
 // the keys loaded are not, so a snapshot of the data files is saved before the stream is
