@@ -142,8 +142,10 @@ func (k dataKeyspace) capture(charge func(n int64) error) ([]persist.Item, error
 		sh := &ks.shards[i]
 		sh.mu.RLock()
 		for key, e := range sh.m {
-			if ks.expired(e, now) {
-				continue // as good as gone: its DEL may be in the log already, or never be
+			// An expired key is as good as gone: its DEL may be in the log already, or never
+			// be. A replica keeps it until its primary's DEL, as its stream does.
+			if ks.expired(e, now) && !ks.replica.Load() {
+				continue
 			}
 			it := persist.Item{Key: key, Expire: e.expire.Load()}
 			switch v := e.val.(type) {

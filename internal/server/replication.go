@@ -162,7 +162,7 @@ func (c *Conn) replCheck(cmd *Command) string {
 		return ""
 	}
 	if s.repl.IsReplica() {
-		if cmd.Flags&FlagWrite != 0 && s.repl.ReadOnly() {
+		if cmd.Flags&(FlagWrite|FlagChangesData) != 0 && s.repl.ReadOnly() {
 			return errReadOnly
 		}
 		if cmd.Flags&FlagStale == 0 && s.repl.Stale() {
@@ -278,6 +278,7 @@ func (h replHost) RoleChanged(replica bool) {
 	// them), keeps keys until the primary expires them, and ignores maxmemory, as Redis's
 	// replicas do.
 	h.s.SetLoading(replica)
+	h.s.ks.replica.Store(replica)
 	// A transaction of the old primary cut short is not continued by the new one's stream. The
 	// applier belongs to the link's goroutine, which drops it on its next command.
 	h.s.applierStale.Store(true)
