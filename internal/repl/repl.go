@@ -66,6 +66,7 @@ type Config struct {
 	Timeout            int    // repl-timeout, seconds
 	MinReplicasToWrite int    // min-replicas-to-write
 	MinReplicasMaxLag  int    // min-replicas-max-lag, seconds
+	BindSourceAddr     string // bind-source-addr: the local address of outgoing connections
 	// TempDir is where a replica keeps the snapshot of a full sync until it has all of it.
 	TempDir string
 }
@@ -104,7 +105,7 @@ type Repl struct {
 	// active is set once a replica attached or the server became a replica: until then, as in
 	// Redis, there is no backlog, writes cost nothing here and the offset does not move.
 	active atomic.Bool
-	// dial connects to a primary; tests replace it.
+	// dial connects to a primary (Dial; tests replace it).
 	dial func(addr string, timeout time.Duration) (net.Conn, error)
 	wg   sync.WaitGroup
 }
@@ -119,9 +120,7 @@ func New(host Host, cfg Config, log *slog.Logger) *Repl {
 	r := &Repl{host: host, log: log, cfg: cfg, replid: newID(), replid2: zeroID, secondOff: -1,
 		links: map[*link]struct{}{}, ackChanged: make(chan struct{})}
 	r.backlog = newBacklog(cfg.BacklogSize, host.Charge)
-	r.dial = func(addr string, timeout time.Duration) (net.Conn, error) {
-		return net.DialTimeout("tcp", addr, timeout)
-	}
+	r.dial = r.Dial
 	r.stop = make(chan struct{})
 	r.wg.Add(1)
 	go r.pinger()

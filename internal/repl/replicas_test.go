@@ -109,14 +109,13 @@ func (p *proxy) Cut() {
 // A pair is a primary and its replica, both redis-server or both bloomd, the replica following
 // through a proxy.
 type pair struct {
-	kind       string
-	primary    *redistest.Server
-	replica    *redistest.Server
-	proxy      *proxy
-	pc, rc     *redis.Client
-	ctx        context.Context
-	t          *testing.T
-	aofPrimary bool
+	kind    string
+	primary *redistest.Server
+	replica *redistest.Server
+	proxy   *proxy
+	pc, rc  *redis.Client
+	ctx     context.Context
+	t       *testing.T
 }
 
 // forEachKind runs test on a Redis pair (redis-server 7.0, the reference) and on a bloomd pair,

@@ -65,11 +65,19 @@ func init() {
 			rc(c).BacklogSize = n
 			return nil
 		}},
+		// bind-source-addr is any string, as in Redis: one that is not an address of this host
+		// makes outgoing connections fall back to the address the system picks (repl.Dial).
+		param{"bind-source-addr", true, func(c *Config) string { return rc(c).BindSourceAddr }, func(c *Config, v string) error { rc(c).BindSourceAddr = v; return nil }},
 		param{"repl-timeout", true, func(c *Config) string { return strconv.Itoa(rc(c).Timeout) }, intParam(func(c *Config) *int { return &rc(c).Timeout }, 1, math.MaxInt32)},
 		param{"min-replicas-to-write", true, func(c *Config) string { return strconv.Itoa(rc(c).MinReplicasToWrite) }, intParam(func(c *Config) *int { return &rc(c).MinReplicasToWrite }, 0, math.MaxInt32)},
 		param{"min-replicas-max-lag", true, func(c *Config) string { return strconv.Itoa(rc(c).MinReplicasMaxLag) }, intParam(func(c *Config) *int { return &rc(c).MinReplicasMaxLag }, 0, math.MaxInt32)},
 	)
 }
+
+// oneArgument lists the settings that a config file line or the command line must give exactly
+// one argument, as Redis requires of them ("wrong number of arguments"): an address with a
+// blank in it is an error, not two words joined.
+var oneArgument = map[string]bool{"bind-source-addr": true}
 
 // replConfig returns the replication package's settings for c.
 func replConfig(c *Config) repl.Config {
