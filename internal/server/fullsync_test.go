@@ -94,7 +94,14 @@ func TestFullSyncSharesSnapshot(t *testing.T) {
 				p.do("BF.ADD", "bf", fmt.Sprint("during-item-with-a-longer-name", i))
 			}
 
-			_, r := startReplServer(t)
+			var rlog redistest.Buffer
+			rs := startServer(t, func(c *Config) {
+				c.Dir = t.TempDir()
+				c.Logger = slog.New(slog.NewTextHandler(&rlog, nil))
+			})
+			r := dial(t, rs.addr())
+			// A short repl-timeout: the primary's newlines must keep a waiting replica's link.
+			r.do("CONFIG", "SET", "repl-timeout", "2")
 			r.do("REPLICAOF", "127.0.0.1", portOf(ps))
 			if tc.attach {
 				waitSynced(t, p, r)
@@ -103,9 +110,12 @@ func TestFullSyncSharesSnapshot(t *testing.T) {
 				}
 			} else {
 				waitFor(t, func() bool { return strings.Contains(strings.Join(replicaStates(t, p), " "), "wait_bgsave") })
-				time.Sleep(2500 * time.Millisecond) // two keepalives: the replica keeps waiting
+				time.Sleep(4500 * time.Millisecond) // twice the replica's repl-timeout
 				if got := infoField(t, r, "replication", "master_link_status"); got != "down" {
 					t.Fatalf("a replica waiting for the next snapshot: link %s", got)
+				}
+				if strings.Contains(rlog.String(), "retrying") {
+					t.Fatalf("the waiting replica gave up its link:\n%s", rlog.String())
 				}
 				if s := replicaStates(t, p); !strings.Contains(strings.Join(s, " "), "wait_bgsave") {
 					t.Fatalf("the waiting replica left the primary's list: %v", s)
