@@ -283,8 +283,8 @@ func (h replHost) EndBatch() { h.s.applier.leaveGate() }
 
 func (h replHost) RoleChanged(replica bool) {
 	// A replica applies the stream as a log is replayed (adds counted as the primary counted
-	// them), keeps keys until the primary expires them, and ignores maxmemory, as Redis's
-	// replicas do.
+	// them), keeps keys until the primary deletes them (though its clients see those whose time
+	// has passed as gone), and ignores maxmemory, as Redis's replicas do.
 	h.s.SetLoading(replica)
 	h.s.ks.replica.Store(replica)
 	// A transaction of the old primary cut short is not continued by the new one's stream. The
