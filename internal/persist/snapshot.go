@@ -63,7 +63,8 @@ const (
 	kindEnd    = 255
 
 	pieceSize = redisbloom.MaxChunkSize
-	blockSize = 4096 // the unit of a piece's zero runs
+	slotBlock = 64 << 10 // the unit in which a cuckoo filter's piece is written
+	blockSize = 4096     // the unit of a piece's zero runs
 
 	// maxKeyOrValue bounds a key and a string value, like proto-max-bulk-len's largest setting.
 	maxKeyOrValue = 1<<31 - 1
@@ -199,6 +200,7 @@ func writeSnapshot(w io.Writer, h SnapshotHeader, items []Item, sparse bool) (in
 	b := h.append(make([]byte, 0, 256), version)
 	bw.Write(b)
 	var pieceBuf []byte // one piece at a time, reused
+	var slotBuf []byte  // a block of a cuckoo filter's slots
 	for _, it := range items {
 		var kind byte = kindString
 		meta := it.Value
@@ -235,17 +237,23 @@ func writeSnapshot(w io.Writer, h SnapshotHeader, items []Item, sparse bool) (in
 		sum := crcUpdate(crcUpdate(0, []byte(it.Key)), meta)
 		bw.Write(le.AppendUint32(b[:0], sum))
 		if it.Cuckoo != nil {
-			var piece []byte
+			// The copy does not change while it is written, so a piece is read and checksummed
+			// a block at a time: a writer holds one block, not one piece (several replicas may
+			// be sent the same snapshot at once).
+			if slotBuf == nil {
+				slotBuf = make([]byte, slotBlock)
+			}
 			for i, size := range sizes {
 				for off := uint64(0); off < size; {
 					n := min(pieceSize, size-off)
-					if uint64(cap(piece)) < n {
-						piece = make([]byte, n)
+					var sum uint32
+					for o := uint64(0); o < n; o += slotBlock {
+						p := slotBuf[:min(slotBlock, n-o)]
+						it.Cuckoo.ReadSlots(i, off+o, p)
+						bw.Write(p)
+						sum = crcUpdate(sum, p)
 					}
-					p := piece[:n]
-					it.Cuckoo.ReadSlots(i, off, p)
-					bw.Write(p)
-					bw.Write(le.AppendUint32(b[:0], crc(p)))
+					bw.Write(le.AppendUint32(b[:0], sum))
 					off += n
 				}
 			}

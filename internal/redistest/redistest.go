@@ -127,14 +127,14 @@ func startIn(dir string, opt *Options, cluster bool) (*Server, error) {
 	if opt == nil {
 		opt = &Options{}
 	}
-	return startProgram(dir, opt.Password, cluster, func(port int) (string, []string) {
+	return startProgram("127.0.0.1", dir, opt.Password, cluster, func(port int) (string, []string) {
 		return "redis-server", redisArgs(dir, port, opt, cluster)
 	})
 }
 
 // startProgram starts a RESP server on a free port, retrying with another port if the chosen one
 // was taken between probing and binding.
-func startProgram(dir, password string, cluster bool, command func(port int) (string, []string)) (*Server, error) {
+func startProgram(host, dir, password string, cluster bool, command func(port int) (string, []string)) (*Server, error) {
 	var lastErr error
 	for range 5 {
 		port, err := freePort(cluster)
@@ -142,7 +142,7 @@ func startProgram(dir, password string, cluster bool, command func(port int) (st
 			return nil, err
 		}
 		bin, args := command(port)
-		s, err := launch(dir, port, password, bin, args)
+		s, err := launch(host, dir, port, password, bin, args)
 		if err == nil {
 			return s, nil
 		}
@@ -155,11 +155,17 @@ func startProgram(dir, password string, cluster bool, command func(port int) (st
 // arguments args returns for that port and a fresh temporary directory, and waits until it
 // answers PING (after AUTH password, if password is set). The caller must Close it.
 func StartProgram(bin string, password string, args func(port int, dir string) []string) (*Server, error) {
+	return StartProgramAt("127.0.0.1", bin, password, args)
+}
+
+// StartProgramAt is StartProgram for a server that listens on another loopback address, such
+// as 127.0.0.2 (args must make it listen there): Addr and Do use host.
+func StartProgramAt(host, bin string, password string, args func(port int, dir string) []string) (*Server, error) {
 	dir, err := os.MkdirTemp("", "redistest-")
 	if err != nil {
 		return nil, fmt.Errorf("redistest: %w", err)
 	}
-	s, err := startProgram(dir, password, false, func(port int) (string, []string) { return bin, args(port, dir) })
+	s, err := startProgram(host, dir, password, false, func(port int) (string, []string) { return bin, args(port, dir) })
 	if err != nil {
 		os.RemoveAll(dir)
 		return nil, err
@@ -194,7 +200,7 @@ func redisArgs(dir string, port int, opt *Options, cluster bool) []string {
 	return append(args, opt.Args...)
 }
 
-func launch(dir string, port int, password, bin string, args []string) (*Server, error) {
+func launch(host, dir string, port int, password, bin string, args []string) (*Server, error) {
 	cmd := exec.Command(bin, args...)
 	cmd.Dir = dir
 	var stderr strings.Builder
@@ -205,7 +211,7 @@ func launch(dir string, port int, password, bin string, args []string) (*Server,
 		return nil, fmt.Errorf("redistest: starting %s: %w", bin, err)
 	}
 	s := &Server{
-		Addr:     net.JoinHostPort("127.0.0.1", strconv.Itoa(port)),
+		Addr:     net.JoinHostPort(host, strconv.Itoa(port)),
 		Password: password,
 		Dir:      dir,
 		cmd:      cmd,
@@ -353,9 +359,9 @@ func (s *Server) Stop() {
 func (s *Server) Restart() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	_, port, _ := net.SplitHostPort(s.Addr)
+	host, port, _ := net.SplitHostPort(s.Addr)
 	p, _ := strconv.Atoi(port)
-	ns, err := launch(s.Dir, p, s.Password, s.bin, s.args)
+	ns, err := launch(host, s.Dir, p, s.Password, s.bin, s.args)
 	if err != nil {
 		return err
 	}

@@ -1,22 +1,66 @@
 // Package repl is bloomd's replication: a primary streams its writes to replicas, which
 // follow it, and Redis Sentinel (unchanged) can promote a replica when the primary fails. The
-// protocol is Redis's: the replica authenticates (masterauth, masteruser), announces itself
+// protocol is Redis 7.0's: the replica authenticates (masterauth, masteruser), announces itself
 // (REPLCONF listening-port, capa) and asks "PSYNC replid offset"; the primary answers
 // "+CONTINUE" and the missing bytes from its backlog when it has them, or "+FULLRESYNC replid
 // offset", a snapshot (bloomd's own snapshot format, behind its length, like an RDB payload)
 // and then the stream. The stream is RESP commands, the same records the append-only log
 // holds (the server's Journal feeds both), and offsets count its bytes exactly as Redis's do,
 // so INFO replication, ROLE, WAIT and Sentinel's view of offsets mean what they mean for Redis.
+// PUBLISH is in the stream too, as Redis propagates it to replicas only (not to the log), and a
+// replica delivers it to its own subscribers (TestPublishReachesReplicas, against a Redis pair).
 //
 // # Histories
 //
-// A Repl has a replication ID and an offset, and keeps a backlog: a ring of the last
-// repl-backlog-size bytes of the stream. A replica's backlog is fed with the primary's stream,
-// command for command in the same encoding, so its offsets are the primary's. When a replica is promoted (REPLICAOF NO ONE)
-// it takes a new ID and keeps the old one as its secondary ID, valid up to the offset of the
-// promotion (master_replid2, second_repl_offset): the other replicas, still on the old ID,
-// then continue from the promoted one without a snapshot. When a primary is made a replica it
-// asks its new primary to continue from its own ID and offset.
+// A Repl has a replication ID and an offset, and keeps a backlog of the last repl-backlog-size
+// bytes of the stream. A replica's backlog is fed with the primary's stream, command for
+// command in the same encoding, so its offsets are the primary's. When a replica is promoted
+// (REPLICAOF NO ONE) it takes a new ID and keeps the old one as its secondary ID, valid up to
+// the offset of the promotion (master_replid2, second_repl_offset): the other replicas, still on
+// the old ID, then continue from the promoted one without a snapshot. When a primary is made a
+// replica it asks its new primary to continue from its own ID and offset.
+//
+// The backlog takes memory as the stream fills it, in chunks of 16 KiB, each charged to the
+// server's memory ceiling (Host.Charge), so repl-backlog-size may be set far beyond memory, as
+// Redis allows: a chunk the ceiling refuses is not allocated, and the backlog then keeps less
+// history (logged once). A new repl-backlog-size keeps the history, as Redis does since 7.0, so
+// a replica that reconnects after a resize still continues with a partial sync
+// (TestBacklogGrowsAsItFills, TestBacklogResizeKeepsHistory, TestHugeBacklogSize and
+// TestBacklogResizeKeepsPartialResync, the last two against Redis).
+//
+// # Full syncs
+//
+// Replicas share snapshots, as Redis's replicas share one BGSAVE (fullsync.go). A snapshot is
+// taken at one instant inside the server's pause and copies what cannot be read while writes go
+// on (the cuckoo filters; Bloom filters' bits are read as they are written); those copies are
+// charged to the memory ceiling until the last replica that uses the snapshot is done, and a
+// snapshot whose copies do not fit is refused: the replicas get "-ERR BGSAVE failed,
+// replication can't continue: ..." with the sizes, and ask again. Every replica waiting when
+// the snapshot is taken is sent it; one that asks while it is being sent attaches to it if the
+// backlog still holds the stream since its instant (each replica has its own writer, so a
+// stalled one delays no other), and otherwise waits, sent a newline every second as Redis
+// does, for the next snapshot, taken when the current one is released. There is one snapshot,
+// and one copy, at a time (TestStalledFullSyncsShareOneCopy measures the resident memory of six
+// stalled full syncs; TestFullSyncSharesSnapshot, TestFullSyncChargedToCeiling). Unlike Redis,
+// whose diskless sync can add replicas only before the transfer starts (repl-diskless-sync-delay),
+// a late replica joins a snapshot that is already being sent.
+//
+// # Replicas and expiry
+//
+// A replica never expires keys itself: a key whose time has passed stays until its primary's
+// DEL arrives, and the primary's stream still finds it; but the replica's clients see it as
+// gone, as Redis 7.0's expireIfNeeded answers on a replica (TestReplicaHidesExpiredKeys, against
+// a Redis pair). That is the server's keyspace's rule (internal/server, Conn.expired).
+//
+// # Outgoing connections
+//
+// Repl.Dial is how the server connects to other servers (the replica's link, and MIGRATE's):
+// with bind-source-addr it binds the connection's local address as Redis 7.0 does, best effort:
+// an address it cannot bind is logged and the connection made from the address the system picks
+// (TestDialFrom, TestBindSourceAddrBestEffort against Redis). So replicas on hosts with several
+// addresses are listed by their primary, and found by Sentinel, under the address they listen on
+// (TestBindSourceAddrSentinel, with a real redis-sentinel). Redis 7.0.15 itself binds its
+// replica link, cluster bus and Sentinel connections to bind-source-addr, but not MIGRATE's.
 //
 // # What a client may see after a failover
 //

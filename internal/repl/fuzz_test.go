@@ -91,8 +91,8 @@ func FuzzPrimaryReply(f *testing.F) {
 		}
 		r.mu.Lock()
 		defer r.mu.Unlock()
-		if r.offset < 0 || r.histlen < 0 || r.histlen > int64(len(r.ring)) {
-			t.Fatalf("offset %d, histlen %d after the session", r.offset, r.histlen)
+		if r.offset < 0 || r.backlog.histlen < 0 || r.backlog.histlen > r.backlog.size {
+			t.Fatalf("offset %d, histlen %d after the session", r.offset, r.backlog.histlen)
 		}
 	})
 }

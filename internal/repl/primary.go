@@ -1,9 +1,7 @@
 package repl
 
 import (
-	"bufio"
 	"errors"
-	"fmt"
 	"io"
 	"net"
 	"slices"
@@ -35,6 +33,12 @@ type link struct {
 	ip    string
 	port  int
 	state string // under r.mu
+
+	// A full sync's: waiting for the next snapshot (the stream is not collected yet), the
+	// snapshot it was given (under r.mu), and where it is handed over.
+	waiting  bool
+	job      *syncJob
+	assigned chan *syncJob
 
 	bufMu  sync.Mutex
 	buf    []byte // stream bytes not yet written
@@ -144,7 +148,7 @@ func (r *Repl) tryPartial(l *link, replid string, offset int64, info ReplicaInfo
 	if !ok {
 		r.partialErr++
 		r.log.Info("unable to partial resync for lack of backlog", "replica", info.Addr, "offset", offset,
-			"backlog_first", r.offset-r.histlen+1, "master_repl_offset", r.offset)
+			"backlog_first", r.firstByteLocked(), "master_repl_offset", r.offset)
 		return false
 	}
 	reply := "+CONTINUE\r\n"
@@ -163,39 +167,6 @@ func (r *Repl) tryPartial(l *link, replid string, offset int64, info ReplicaInfo
 	r.partialOK++
 	r.log.Info("partial resynchronization accepted", "replica", info.Addr, "bytes", len(data), "from", offset)
 	return true
-}
-
-// fullSync sends +FULLRESYNC and a snapshot taken now; the writes after the snapshot's instant
-// collect in the link's buffer meanwhile.
-func (r *Repl) fullSync(l *link, info ReplicaInfo) error {
-	var replid string
-	var offset int64
-	size, write, err := r.host.Snapshot(func() {
-		r.mu.Lock()
-		defer r.mu.Unlock()
-		replid, offset = r.replid, r.offset
-		l.state = linkWaitBgsave
-		r.links[l] = struct{}{}
-		r.fullSyncs++
-	})
-	if err != nil {
-		return err
-	}
-	r.setState(l, linkSendBulk)
-	r.log.Info("starting a full sync", "replica", info.Addr, "bytes", size, "offset", offset)
-	start := time.Now()
-	bw := bufio.NewWriterSize(&deadlineWriter{nc: l.nc, timeout: r.timeout()}, 1<<20)
-	fmt.Fprintf(bw, "+FULLRESYNC %s %d\r\n$%d\r\n", replid, offset, size)
-	if err := write(bw); err != nil {
-		return err
-	}
-	if err := bw.Flush(); err != nil {
-		return err
-	}
-	r.log.Info("snapshot sent to a replica", "replica", info.Addr, "bytes", size, "seconds", time.Since(start).Seconds())
-	r.setState(l, linkOnline)
-	l.ackTime.Store(time.Now().UnixNano())
-	return nil
 }
 
 func (r *Repl) setState(l *link, s string) {

@@ -18,8 +18,9 @@ import (
 // Host is the server as replication sees it.
 type Host interface {
 	// Snapshot calls mark while no write is in flight and returns the snapshot of the data at
-	// that instant: its exact size, and a function that writes it (while writes go on).
-	Snapshot(mark func()) (size int64, write func(io.Writer) error, err error)
+	// that instant. It fails without calling mark when the copies the snapshot needs (of
+	// filters that cannot be read while writes go on) do not fit under the memory ceiling.
+	Snapshot(mark func()) (Snapshot, error)
 	// Load replaces all data with the snapshot of size bytes read from r. While it runs the
 	// server answers -LOADING.
 	Load(r io.Reader, size int64) error
@@ -34,6 +35,22 @@ type Host interface {
 	Port() int
 	// RoleChanged tells the server that it became a replica (true) or a primary (false).
 	RoleChanged(replica bool)
+	// Charge charges n bytes of replication's own memory (the backlog's chunks) to the
+	// server's memory ceiling, or refuses them with an error that says why; a negative n
+	// gives bytes back. It is called with the stream's lock held, so it must be quick.
+	Charge(n int64) error
+}
+
+// A Snapshot is the data at one instant, as Host.Snapshot takes it.
+type Snapshot struct {
+	// Size is the exact number of bytes Write writes.
+	Size int64
+	// Write writes the snapshot to w. Replicas that share the snapshot call it each for
+	// itself, concurrently.
+	Write func(w io.Writer) error
+	// Release gives back what the snapshot holds (copies charged to memory); it is called
+	// once, after the last Write has returned. It may be nil.
+	Release func()
 }
 
 // Config holds replication's settings, with redis.conf's names.
@@ -49,6 +66,7 @@ type Config struct {
 	Timeout            int    // repl-timeout, seconds
 	MinReplicasToWrite int    // min-replicas-to-write
 	MinReplicasMaxLag  int    // min-replicas-max-lag, seconds
+	BindSourceAddr     string // bind-source-addr: the local address of outgoing connections
 	// TempDir is where a replica keeps the snapshot of a full sync until it has all of it.
 	TempDir string
 }
@@ -71,13 +89,13 @@ type Repl struct {
 	replid2     string
 	secondOff   int64 // second_repl_offset, -1 for none
 	offset      int64 // master_repl_offset: bytes of stream so far
-	ring        []byte
-	histlen     int64
+	backlog     *backlog
 	links       map[*link]struct{}
 	ackChanged  chan struct{} // closed and replaced when a replica acknowledges
 	master      *masterLink   // non-nil while a replica
 	scratch     []byte
 	fullSyncs   int64
+	sync        syncState // full syncs: the shared snapshot and the replicas waiting for one
 	partialOK   int64
 	partialErr  int64
 	closed      bool
@@ -87,7 +105,7 @@ type Repl struct {
 	// active is set once a replica attached or the server became a replica: until then, as in
 	// Redis, there is no backlog, writes cost nothing here and the offset does not move.
 	active atomic.Bool
-	// dial connects to a primary; tests replace it.
+	// dial connects to a primary (Dial; tests replace it).
 	dial func(addr string, timeout time.Duration) (net.Conn, error)
 	wg   sync.WaitGroup
 }
@@ -95,18 +113,14 @@ type Repl struct {
 // New returns the replication state of a primary with a fresh replication ID and an empty
 // backlog.
 func New(host Host, cfg Config, log *slog.Logger) *Repl {
-	if cfg.BacklogSize < 16<<10 {
-		cfg.BacklogSize = 16 << 10
-	}
+	cfg.BacklogSize = max(cfg.BacklogSize, minBacklog)
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
 	r := &Repl{host: host, log: log, cfg: cfg, replid: newID(), replid2: zeroID, secondOff: -1,
 		links: map[*link]struct{}{}, ackChanged: make(chan struct{})}
-	r.ring = make([]byte, cfg.BacklogSize)
-	r.dial = func(addr string, timeout time.Duration) (net.Conn, error) {
-		return net.DialTimeout("tcp", addr, timeout)
-	}
+	r.backlog = newBacklog(cfg.BacklogSize, host.Charge)
+	r.dial = r.Dial
 	r.stop = make(chan struct{})
 	r.wg.Add(1)
 	go r.pinger()
@@ -150,7 +164,8 @@ func newID() string {
 func (r *Repl) Restore(replid string, offset int64) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.replid, r.offset, r.histlen = replid, offset, 0
+	r.replid, r.offset = replid, offset
+	r.backlog.reset()
 	r.active.Store(true)
 }
 
@@ -161,16 +176,15 @@ func (r *Repl) State() (replid string, offset int64) {
 	return r.replid, r.offset
 }
 
-// SetConfig changes the settings (CONFIG SET). A new backlog size empties the backlog.
+// SetConfig changes the settings (CONFIG SET). A new backlog size keeps the backlog's history,
+// less its oldest bytes when the new size is smaller.
 func (r *Repl) SetConfig(cfg Config) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if cfg.BacklogSize < 16<<10 {
-		cfg.BacklogSize = 16 << 10
-	}
-	if cfg.BacklogSize != int64(len(r.ring)) {
-		r.ring = make([]byte, cfg.BacklogSize)
-		r.histlen = 0
+	cfg.BacklogSize = max(cfg.BacklogSize, minBacklog)
+	if cfg.BacklogSize != r.backlog.size {
+		r.backlog.setSize(cfg.BacklogSize)
+		r.log.Info("replication backlog resized; its history is kept", "repl_backlog_size", cfg.BacklogSize, "repl_backlog_histlen", r.backlog.histlen)
 	}
 	r.cfg = cfg
 }
@@ -214,6 +228,13 @@ func (r *Repl) Feed(argv [][]byte) int64 {
 	return r.offset
 }
 
+// BacklogMemory returns the bytes the backlog holds allocated (INFO's mem_replication_backlog).
+func (r *Repl) BacklogMemory() int64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.backlog.charged
+}
+
 // Offset returns master_repl_offset.
 func (r *Repl) Offset() int64 {
 	r.mu.Lock()
@@ -221,41 +242,29 @@ func (r *Repl) Offset() int64 {
 	return r.offset
 }
 
-// appendLocked adds stream bytes to the backlog and to every attached replica's buffer.
+// appendLocked adds stream bytes to the backlog and to the buffer of every attached replica
+// that is past waiting for its snapshot.
 func (r *Repl) appendLocked(b []byte) {
-	n := int64(len(r.ring))
-	for p := b; len(p) > 0; {
-		at := (r.offset + int64(len(b)-len(p))) % n
-		c := copy(r.ring[at:], p)
-		p = p[c:]
+	if err := r.backlog.add(b); err != nil {
+		r.log.Warn("the replication backlog cannot grow: it keeps less history than repl-backlog-size, so a replica that was away longer will need a full sync",
+			"err", err, "backlog", r.backlog.String())
 	}
 	r.offset += int64(len(b))
-	r.histlen = min(r.histlen+int64(len(b)), n)
 	for l := range r.links {
-		l.add(b)
+		if !l.waiting {
+			l.add(b)
+		}
 	}
 }
 
-// backlogFrom returns a copy of the backlog from stream offset from (1-based, as PSYNC asks),
-// or ok false if the backlog does not hold it.
+// backlogFromLocked returns a copy of the backlog from stream offset from (1-based, as PSYNC
+// asks), or ok false if the backlog does not hold it.
 func (r *Repl) backlogFromLocked(from int64) ([]byte, bool) {
-	first := r.offset - r.histlen + 1
-	if r.histlen == 0 && from == r.offset+1 {
-		return nil, true
-	}
-	if from < first || from > r.offset+1 {
-		return nil, false
-	}
-	out := make([]byte, 0, r.offset+1-from)
-	n := int64(len(r.ring))
-	for off := from - 1; off < r.offset; {
-		at := off % n
-		end := min(n, at+(r.offset-off))
-		out = append(out, r.ring[at:end]...)
-		off += end - at
-	}
-	return out, true
+	return r.backlog.from(from-1, r.offset)
 }
+
+// firstByteLocked returns repl_backlog_first_byte_offset.
+func (r *Repl) firstByteLocked() int64 { return r.offset - r.backlog.histlen + 1 }
 
 // shiftIDLocked starts a new history at the current offset, keeping the old ID valid up to it.
 func (r *Repl) shiftIDLocked() {
@@ -415,9 +424,9 @@ func (r *Repl) AppendInfo(b []byte) []byte {
 	f("master_repl_offset", r.offset)
 	f("second_repl_offset", r.secondOff)
 	f("repl_backlog_active", boolInt(r.active.Load()))
-	f("repl_backlog_size", len(r.ring))
-	f("repl_backlog_first_byte_offset", r.offset-r.histlen+1)
-	f("repl_backlog_histlen", r.histlen)
+	f("repl_backlog_size", r.backlog.size)
+	f("repl_backlog_first_byte_offset", r.firstByteLocked())
+	f("repl_backlog_histlen", r.backlog.histlen)
 	return b
 }
 

@@ -143,7 +143,7 @@ func (m *masterLink) session(addr string) error {
 		if _, err := nc.Write(resp.AppendCommand(nil, bs...)); err != nil {
 			return "", err
 		}
-		line, err := readLine(br)
+		line, err := readLine(br, nc, timeout)
 		nc.SetDeadline(time.Time{})
 		return line, err
 	}
@@ -202,7 +202,8 @@ func (m *masterLink) session(addr string) error {
 		}
 		r.mu.Lock()
 		r.replid, r.replid2, r.secondOff = f[1], zeroID, -1
-		r.offset, r.histlen = off, 0
+		r.offset = off
+		r.backlog.reset()
 		m.synced = true
 		r.disconnectLinksLocked()
 		r.mu.Unlock()
@@ -231,9 +232,11 @@ func (m *masterLink) session(addr string) error {
 }
 
 // readLine reads one reply line, skipping the empty lines a primary sends to keep the link
-// alive while it prepares a snapshot.
-func readLine(br *bufio.Reader) (string, error) {
+// alive while it prepares a snapshot (or waits for one to end before it takes the next): each
+// gives the read another timeout.
+func readLine(br *bufio.Reader, nc net.Conn, timeout time.Duration) (string, error) {
 	for {
+		nc.SetReadDeadline(time.Now().Add(timeout))
 		line, err := br.ReadSlice('\n')
 		if err != nil {
 			if errors.Is(err, bufio.ErrBufferFull) {
@@ -252,8 +255,7 @@ func readLine(br *bufio.Reader) (string, error) {
 // only once it has all of it replaces the data: a transfer cut short leaves the data as it was.
 func (m *masterLink) loadSnapshot(nc net.Conn, br *bufio.Reader, timeout time.Duration) error {
 	r := m.r
-	nc.SetReadDeadline(time.Now().Add(timeout))
-	line, err := readLine(br)
+	line, err := readLine(br, nc, timeout)
 	if err != nil {
 		return err
 	}

@@ -75,16 +75,23 @@ func startBloomdTB(t testing.TB, extra ...string) *redistest.Server {
 // startBloomdAuth is startBloomd for a server with requirepass password.
 func startBloomdAuth(t testing.TB, password string, extra ...string) *redistest.Server {
 	t.Helper()
+	return startBloomdAt(t, "127.0.0.1", password, extra...)
+}
+
+// startBloomdAt is startBloomdAuth for a server that listens on host only (a loopback address
+// such as 127.0.0.2).
+func startBloomdAt(t testing.TB, host, password string, extra ...string) *redistest.Server {
+	t.Helper()
 	bin := bloomdBinary(t)
 	if password != "" {
 		extra = append(extra, "requirepass "+password)
 	}
-	s, err := redistest.StartProgram(bin, password, func(port int, dir string) []string {
+	s, err := redistest.StartProgramAt(host, bin, password, func(port int, dir string) []string {
 		conf := filepath.Join(dir, "bloomd.conf")
 		lines := append([]string{
 			"# bloomd under Sentinel (written by the test; CONFIG REWRITE keeps this comment)",
 			"port " + strconv.Itoa(port),
-			"bind 127.0.0.1",
+			"bind " + host,
 			"dir " + dir,
 			"appendonly yes",
 			"appendfsync everysec",

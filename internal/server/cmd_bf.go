@@ -766,7 +766,7 @@ func bfLoadChunkCmd(c *Conn, args [][]byte) {
 		c.w.Error("ERR Second argument must be numeric")
 		return
 	}
-	if c.srv.ks.get(args[1]) != nil {
+	if c.get(args[1]) != nil {
 		c.runExclusive(func() { c.loadChunk(args, iter) })
 		return
 	}

@@ -27,7 +27,7 @@ func (c *Conn) lockForCreate(key []byte) (*shard, *entry) {
 	ks := c.srv.ks
 	for {
 		sh, e := ks.lockShard(key)
-		if e == nil || !ks.expired(e, -1) {
+		if e == nil || !c.expired(e, -1) {
 			return sh, e
 		}
 		if c.inExclusive {
@@ -37,7 +37,7 @@ func (c *Conn) lockForCreate(key []byte) (*shard, *entry) {
 		sh.mu.Unlock()
 		c.runExclusive(func() {
 			sh, cur := ks.lockShard(key)
-			if cur == e && ks.expired(e, -1) {
+			if cur == e && c.expired(e, -1) {
 				c.srv.removeExpired(c, sh, e)
 			}
 			sh.mu.Unlock()
@@ -322,7 +322,7 @@ func ttlCmd(c *Conn, args [][]byte) {
 func persistCmd(c *Conn, args [][]byte) {
 	sh, e := c.srv.ks.lockShard(args[1])
 	defer sh.mu.Unlock()
-	if e == nil || e.expire.Load() == 0 || c.srv.ks.expired(e, -1) {
+	if e == nil || e.expire.Load() == 0 || c.expired(e, -1) {
 		c.w.Int(0)
 		return
 	}

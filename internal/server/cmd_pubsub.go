@@ -77,8 +77,12 @@ func punsubscribeCmd(c *Conn, args [][]byte) {
 	c.subscriptionsChanged()
 }
 
+// publishCmd delivers a message to this server's subscribers and sends PUBLISH on to the
+// replicas, which deliver it to theirs, as Redis propagates it (to replicas only: the append-only
+// log does not record it).
 func publishCmd(c *Conn, args [][]byte) {
 	c.w.Int(int64(c.srv.hub.Publish(args[1], args[2], c)))
+	c.propagateRepl(args)
 }
 
 func pubsubChannelsCmd(c *Conn, args [][]byte) {

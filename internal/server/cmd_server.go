@@ -129,6 +129,7 @@ func (s *Server) appendInfo(b []byte, sec string, c *Conn) []byte {
 			frag = float64(rss) / float64(used)
 		}
 		b = fmt.Appendf(b, "mem_fragmentation_ratio:%.2f\r\n", frag)
+		b = field(b, "mem_replication_backlog", s.repl.BacklogMemory())
 		b = field(b, "mem_allocator", "go")
 		b = field(b, "total_system_memory", s.systemMemory())
 		b = field(b, "total_system_memory_human", humanBytes(s.systemMemory()))

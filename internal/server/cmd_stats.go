@@ -221,7 +221,7 @@ func memoryStatsCmd(c *Conn, _ [][]byte) {
 	c.w.BulkString("startup.allocated")
 	c.w.Int(0)
 	c.w.BulkString("replication.backlog")
-	c.w.Int(0)
+	c.w.Int(s.repl.BacklogMemory())
 	c.w.BulkString("clients.normal")
 	c.w.Int(0)
 	c.w.BulkString("aof.buffer")

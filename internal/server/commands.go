@@ -52,7 +52,7 @@ func registerCommands(mx *Mux) {
 	cf("cf.mexists", -3, 0, r|f, "Checks whether one or more items exist in a Cuckoo Filter", cfMExistsCmd)
 	cf("cf.count", 3, 3, r|f, "Return the number of times an item might be in a Cuckoo Filter", cfCountCmd)
 	cf("cf.del", 3, 3, w|f, "Deletes an item from a Cuckoo Filter", cfDelCmd)
-	cf("cf.compact", 2, 2, r|f, "Compacts a Cuckoo Filter (journaled, though RedisBloom registers it read-only)", cfCompactCmd)
+	cf("cf.compact", 2, 2, r|f|FlagChangesData, "Compacts a Cuckoo Filter (journaled, though RedisBloom registers it read-only)", cfCompactCmd)
 	cf("cf.scandump", 3, 3, r|f, "Begins an incremental save of the bloom filter", cfScanDumpCmd)
 	cf("cf.loadchunk", 4, 4, w|oom, "Restores a filter previously saved using SCANDUMP", cfLoadChunkCmd)
 	cf("cf.info", 2, 2, r|f, "Returns information about a Cuckoo Filter", cfInfoCmd)

@@ -394,6 +394,9 @@ func parseConfig(r io.Reader, name string, c *Config, depth int) error {
 		}
 		value := strings.Join(words[1:], " ")
 		key := strings.ToLower(words[0])
+		if oneArgument[key] && len(words) != 2 {
+			return fmt.Errorf("server: %s line %d: %s: wrong number of arguments (one value; \"\" for none)", name, n, key)
+		}
 		if key == "include" {
 			if err := includeConfig(value, c, depth); err != nil {
 				return fmt.Errorf("server: %s line %d: %w", name, n, unwrapPrefix(err))
@@ -550,6 +553,9 @@ func ParseArgs(args []string) (Config, string, error) {
 			}
 			if len(vals) == 0 {
 				return c, file, fmt.Errorf("server: --%s needs a value", name)
+			}
+			if oneArgument[strings.ToLower(name)] && len(vals) != 1 {
+				return c, file, fmt.Errorf("server: --%s: wrong number of arguments (one value; \"\" for none)", name)
 			}
 			value = strings.Join(vals, " ")
 		}

@@ -346,16 +346,34 @@ func (c *Conn) entry(key []byte) *entry {
 	ks := c.srv.ks
 	gen := ks.gen.Load()
 	if e := c.cacheEnt; e != nil && gen == c.cacheGen && string(key) == string(c.cacheKey) {
-		if e.expire.Load() == 0 || !ks.expired(e, -1) {
+		if e.expire.Load() == 0 || !c.expired(e, -1) {
 			return e
 		}
 	}
-	e := ks.get(key)
+	e := c.get(key)
 	if e != nil && len(key) <= 256 {
 		c.cacheKey = append(c.cacheKey[:0], key...)
 		c.cacheEnt, c.cacheGen = e, gen
 	}
 	return e
+}
+
+// get is keyspace.get for the command c runs: the primary's stream on a replica (and a
+// journal's replay) finds every key until it is deleted, whatever its expiry time.
+func (c *Conn) get(key []byte) *entry {
+	e := c.srv.ks.lookup(key)
+	if e == nil || c.expired(e, -1) {
+		return nil
+	}
+	return e
+}
+
+// expired is keyspace.expired for the command c runs (see get).
+func (c *Conn) expired(e *entry, now int64) bool {
+	if c.replApplier && c.srv.ks.loading.Load() {
+		return false
+	}
+	return c.srv.ks.expired(e, now)
 }
 
 // lookup finds the command for name, trying the previous command first.

@@ -111,7 +111,11 @@
 // -READONLY/-MASTERDOWN/-NOREPLICAS checks, and replHost, through which replication takes
 // snapshots (Pause, then persist's snapshot writer), loads a primary's snapshot and applies its
 // stream on a connection of its own. A replica applies the stream in loading mode, as a log is
-// replayed: adds counted as the primary counted them, keys expired only by the primary's DEL.
+// replayed: adds counted as the primary counted them, keys removed only by the primary's DEL;
+// meanwhile the replica's clients see a key whose time has passed as gone (keyspace.expired),
+// while the stream still finds it (Conn.expired). The snapshots full syncs share charge their
+// copies of cuckoo filters, and the backlog its chunks, to the memory ceiling (chargeRepl).
 // cmd_pubsub.go connects internal/pubsub: published messages reach a connection in an event
-// loop through its loop, and one with its own goroutine through a writer goroutine, in order.
+// loop through its loop, and one with its own goroutine through a writer goroutine, in order;
+// PUBLISH goes to the replicas too, not to the journal (Conn.propagateRepl).
 package server

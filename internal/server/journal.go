@@ -52,5 +52,17 @@ func (c *Conn) appendJournal(j Journal, args [][]byte) {
 	}
 }
 
+// propagateRepl sends args to the replicas only, not to the journal (PUBLISH: Redis's
+// PROPAGATE_REPL). Inside EXEC it opens the transaction in both, as a write does.
+func (c *Conn) propagateRepl(args [][]byte) {
+	if c.multiWrites == 1 {
+		c.multiWrites = 2
+		c.appendJournal(c.srv.journal, [][]byte{[]byte("MULTI")})
+	}
+	if off := c.srv.repl.Feed(args); off > 0 {
+		c.woff = off
+	}
+}
+
 // propagateCmd journals a rewritten command.
 func (c *Conn) propagateCmd(args ...[]byte) { c.propagate(args) }

@@ -28,8 +28,15 @@ type keyspace struct {
 	gen    atomic.Uint64 // number of removals, for connections' memory of their last entry
 	freed  atomic.Int64  // bytes of values removed since the last forced collection (memory.go)
 
-	// loading suspends expiry while a journal is replayed (see Server.SetLoading).
+	// loading suspends expiry while a journal is replayed (see Server.SetLoading) and while a
+	// replica applies its primary's stream.
 	loading atomic.Bool
+	// replica is set while the server is a replica: its clients see a key whose time has
+	// passed as gone, while the key stays for the primary's stream until its DEL arrives.
+	replica atomic.Bool
+	// replUsed is what replication holds against the memory ceiling besides the keyspace: the
+	// backlog's chunks and the copies full syncs send (memory.go).
+	replUsed atomic.Int64
 
 	// exclusive, if set, reports whether the caller runs alone; removeLocked checks it.
 	exclusive func() bool
@@ -79,11 +86,14 @@ func (ks *keyspace) shard(key []byte) *shard {
 
 func nowMs() int64 { return time.Now().UnixMilli() }
 
-// expired reports whether e's expiry time has passed at now (unix ms). now < 0 asks for the
-// clock only when e has an expiry. While the keyspace is loading nothing expires.
+// expired reports whether e's expiry time has passed at now (unix ms), as a client's command
+// sees it. now < 0 asks for the clock only when e has an expiry. While a journal is replayed
+// nothing expires. On a replica a key whose time has passed is gone for its clients but stays
+// (nothing removes it but the primary's DEL), and the primary's stream still finds it (see
+// Conn.expired), as Redis's replicas do (expireIfNeeded).
 func (ks *keyspace) expired(e *entry, now int64) bool {
 	t := e.expire.Load()
-	if t == 0 || ks.loading.Load() {
+	if t == 0 || ks.loading.Load() && !ks.replica.Load() {
 		return false
 	}
 	if now < 0 {
@@ -92,17 +102,24 @@ func (ks *keyspace) expired(e *entry, now int64) bool {
 	return now >= t
 }
 
-// get returns the live entry for key, or nil if there is none or it has expired. The entry stays
-// in the keyspace until the calling command ends (removals wait for it), so the command may use
-// it, and journal what it did with it, without a lock.
+// get returns the live entry for key, or nil if there is none or it has expired, as a client's
+// command sees it (Conn.get is get for the connection running a command). The entry stays in the
+// keyspace until the calling command ends (removals wait for it), so the command may use it, and
+// journal what it did with it, without a lock.
 func (ks *keyspace) get(key []byte) *entry {
+	e := ks.lookup(key)
+	if e == nil || ks.expired(e, -1) {
+		return nil
+	}
+	return e
+}
+
+// lookup returns the entry for key, expired or not, or nil.
+func (ks *keyspace) lookup(key []byte) *entry {
 	sh := ks.shard(key)
 	sh.mu.RLock()
 	e := sh.m[string(key)]
 	sh.mu.RUnlock()
-	if e == nil || ks.expired(e, -1) {
-		return nil
-	}
 	return e
 }
 

@@ -123,8 +123,12 @@ func (s *Server) reserveMem(n int64) error {
 	if n >= bigAlloc && s.ks.freed.Swap(0) > 0 {
 		runtime.GC()
 	}
+	mapped := s.ceiling.mapped && limit == s.ceiling.bytes
+	if r := s.ks.replUsed.Load(); r > 0 && limit > s.ceiling.bytes-r {
+		limit, src = s.ceiling.bytes-r, s.ceiling.source()+", less replication's "+humanBytes(r)
+	}
 	refuse := n < 0 || n > limit
-	if !refuse && n >= 1<<20 && s.ceiling.mapped && limit == s.ceiling.bytes {
+	if !refuse && n >= 1<<20 && mapped {
 		if err := s.checkMapped(n, limit); err != nil {
 			s.stats.oom.Add(1)
 			return err
@@ -138,6 +142,33 @@ func (s *Server) reserveMem(n int64) error {
 		return &memRefusal{asked: n, used: s.ks.used.Load(), limit: limit, source: src}
 	}
 	return nil
+}
+
+// chargeRepl charges n bytes that replication holds (the backlog's chunks, the copies of
+// cuckoo filters a full sync sends) to the memory ceiling, or refuses them with a *memRefusal
+// when they do not fit beside the keyspace; a negative n gives bytes back. maxmemory does not
+// apply: it limits the keyspace, and the keyspace is charged less room under the ceiling while
+// replication holds memory (reserveMem).
+func (s *Server) chargeRepl(n int64) error {
+	if n <= 0 {
+		s.ks.replUsed.Add(n)
+		return nil
+	}
+	limit := s.ceiling.bytes
+	if n >= 1<<20 && s.ceiling.mapped {
+		if err := s.checkMapped(n, limit-s.ks.replUsed.Load()); err != nil {
+			return err
+		}
+	}
+	for {
+		cur, used := s.ks.replUsed.Load(), s.ks.used.Load()
+		if n > limit-used-cur {
+			return &memRefusal{asked: n, used: used + cur, limit: limit, source: s.ceiling.source()}
+		}
+		if s.ks.replUsed.CompareAndSwap(cur, cur+n) {
+			return nil
+		}
+	}
 }
 
 // checkMapped checks a large allocation under a limit on address space. Such an allocation maps

@@ -28,6 +28,10 @@ const (
 	FlagAdmin                       // administrative (CONFIG, CLIENT KILL)
 	FlagLoading                     // allowed while loading
 	FlagStale                       // allowed on a stale replica
+	// FlagChangesData marks a command that changes data although its module registers it
+	// read-only (CF.COMPACT): COMMAND shows it as RedisBloom does, but a read-only replica
+	// refuses it as a write, so that its data stays its primary's.
+	FlagChangesData
 )
 
 var flagNames = []struct {

@@ -121,16 +121,31 @@ func (k dataKeyspace) Exec(args ...[]byte) []byte { return k.s.Exec(args...) }
 // items as of now. It runs inside Pause, so no command is in flight: the walk costs a few
 // cache misses per key and allocates nothing per key beyond the list.
 func (k dataKeyspace) Capture() []persist.Item {
+	items, _ := k.capture(nil)
+	return items
+}
+
+// capture is Capture; charge, if not nil, is first asked for the bytes that the copies of the
+// cuckoo filters take, and its error stops the capture before they are made.
+func (k dataKeyspace) capture(charge func(n int64) error) ([]persist.Item, error) {
 	ks := k.s.ks
 	n, _ := ks.count()
 	items := make([]persist.Item, 0, n)
+	type pending struct {
+		i  int
+		cv *cuckooValue
+	}
+	var cuckoos []pending
+	var copyBytes int64
 	now := nowMs()
 	for i := range ks.shards {
 		sh := &ks.shards[i]
 		sh.mu.RLock()
 		for key, e := range sh.m {
-			if ks.expired(e, now) {
-				continue // as good as gone: its DEL may be in the log already, or never be
+			// An expired key is as good as gone: its DEL may be in the log already, or never
+			// be. A replica keeps it until its primary's DEL, as its stream does.
+			if ks.expired(e, now) && !ks.replica.Load() {
+				continue
 			}
 			it := persist.Item{Key: key, Expire: e.expire.Load()}
 			switch v := e.val.(type) {
@@ -138,8 +153,10 @@ func (k dataKeyspace) Capture() []persist.Item {
 				it.Chain, it.Links, it.Count = v.ch, v.ch.NumFilters(), v.ch.Card()
 			case *cuckooValue:
 				// Cuckoo writes move fingerprints, so the snapshot takes a copy now, while no
-				// command runs (a memory copy of the slots, not a walk over them).
-				it.Cuckoo = v.cf.Clone()
+				// command runs (a memory copy of the slots, not a walk over them), once the
+				// walk has found what the copies need.
+				cuckoos = append(cuckoos, pending{len(items), v})
+				copyBytes += v.mem.Load()
 			case *stringValue:
 				it.Value = v.b // never changed once published (SET replaces the entry)
 			}
@@ -147,7 +164,15 @@ func (k dataKeyspace) Capture() []persist.Item {
 		}
 		sh.mu.RUnlock()
 	}
-	return items
+	if charge != nil {
+		if err := charge(copyBytes); err != nil {
+			return nil, err
+		}
+	}
+	for _, p := range cuckoos {
+		items[p.i].Cuckoo = p.cv.cf.Clone()
+	}
+	return items, nil
 }
 
 // Filter makes the filter at key from a BF.SCANDUMP header, with zeroed bits that the snapshot

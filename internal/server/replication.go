@@ -65,11 +65,19 @@ func init() {
 			rc(c).BacklogSize = n
 			return nil
 		}},
+		// bind-source-addr is any string, as in Redis: one that is not an address of this host
+		// makes outgoing connections fall back to the address the system picks (repl.Dial).
+		param{"bind-source-addr", true, func(c *Config) string { return rc(c).BindSourceAddr }, func(c *Config, v string) error { rc(c).BindSourceAddr = v; return nil }},
 		param{"repl-timeout", true, func(c *Config) string { return strconv.Itoa(rc(c).Timeout) }, intParam(func(c *Config) *int { return &rc(c).Timeout }, 1, math.MaxInt32)},
 		param{"min-replicas-to-write", true, func(c *Config) string { return strconv.Itoa(rc(c).MinReplicasToWrite) }, intParam(func(c *Config) *int { return &rc(c).MinReplicasToWrite }, 0, math.MaxInt32)},
 		param{"min-replicas-max-lag", true, func(c *Config) string { return strconv.Itoa(rc(c).MinReplicasMaxLag) }, intParam(func(c *Config) *int { return &rc(c).MinReplicasMaxLag }, 0, math.MaxInt32)},
 	)
 }
+
+// oneArgument lists the settings that a config file line or the command line must give exactly
+// one argument, as Redis requires of them ("wrong number of arguments"): an address with a
+// blank in it is an error, not two words joined.
+var oneArgument = map[string]bool{"bind-source-addr": true}
 
 // replConfig returns the replication package's settings for c.
 func replConfig(c *Config) repl.Config {
@@ -162,7 +170,7 @@ func (c *Conn) replCheck(cmd *Command) string {
 		return ""
 	}
 	if s.repl.IsReplica() {
-		if cmd.Flags&FlagWrite != 0 && s.repl.ReadOnly() {
+		if cmd.Flags&(FlagWrite|FlagChangesData) != 0 && s.repl.ReadOnly() {
 			return errReadOnly
 		}
 		if cmd.Flags&FlagStale == 0 && s.repl.Stale() {
@@ -179,22 +187,45 @@ func (c *Conn) replCheck(cmd *Command) string {
 // replHost is the server as internal/repl sees it.
 type replHost struct{ s *Server }
 
-func (h replHost) Snapshot(mark func()) (int64, func(io.Writer) error, error) {
+// Snapshot takes the snapshot that full syncs share. Its copies of cuckoo filters are charged to
+// the memory ceiling (with the backlog, apart from the keyspace) until it is released, and
+// refused when they do not fit.
+func (h replHost) Snapshot(mark func()) (repl.Snapshot, error) {
+	s := h.s
 	var items []persist.Item
-	h.s.Pause(func() {
-		items = dataKeyspace(h).Capture()
-		mark()
+	var charged int64
+	var err error
+	s.Pause(func() {
+		items, err = dataKeyspace(h).capture(func(n int64) error {
+			if err := s.chargeRepl(n); err != nil {
+				return fmt.Errorf("the copies of its cuckoo filters (%d bytes, %s) do not fit under the memory limit: %w", n, humanBytes(n), err)
+			}
+			charged = n
+			return nil
+		})
+		if err == nil {
+			mark()
+		}
 	})
+	if err != nil {
+		s.log.Warn("full sync refused", "err", err)
+		return repl.Snapshot{}, err
+	}
+	release := func() { s.chargeRepl(-charged) }
 	size, err := persist.SnapshotSize(items)
 	if err != nil {
-		return 0, nil, err
+		release()
+		return repl.Snapshot{}, err
 	}
 	write := func(w io.Writer) error {
 		_, err := persist.WritePlainSnapshot(w, persist.SnapshotHeader{Created: time.Now().UnixMilli()}, items)
 		return err
 	}
-	return size, write, nil
+	return repl.Snapshot{Size: size, Write: write, Release: release}, nil
 }
+
+// Charge charges the backlog's chunks to the memory ceiling.
+func (h replHost) Charge(n int64) error { return h.s.chargeRepl(n) }
 
 // Load replaces the keyspace with a primary's snapshot. The FLUSHALL before it is journaled;
 // the keys loaded are not, so a snapshot of the data files is saved before the stream is
@@ -252,9 +283,10 @@ func (h replHost) EndBatch() { h.s.applier.leaveGate() }
 
 func (h replHost) RoleChanged(replica bool) {
 	// A replica applies the stream as a log is replayed (adds counted as the primary counted
-	// them), keeps keys until the primary expires them, and ignores maxmemory, as Redis's
-	// replicas do.
+	// them), keeps keys until the primary deletes them (though its clients see those whose time
+	// has passed as gone), and ignores maxmemory, as Redis's replicas do.
 	h.s.SetLoading(replica)
+	h.s.ks.replica.Store(replica)
 	// A transaction of the old primary cut short is not continued by the new one's stream. The
 	// applier belongs to the link's goroutine, which drops it on its next command.
 	h.s.applierStale.Store(true)

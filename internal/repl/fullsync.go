@@ -1,0 +1,232 @@
+package repl
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Full syncs share snapshots, as Redis's replicas share one BGSAVE. A snapshot is taken at one
+// instant T (Host.Snapshot, inside the server's pause) and holds what must be copied at T (the
+// cuckoo filters, charged to the memory ceiling); everything else is read while it is written.
+// Every replica that needs a full sync while a snapshot is alive attaches to it: those that
+// were waiting when it was taken collect the stream from T in their buffers, and one that
+// arrives later copies the stream from T out of the backlog (when the backlog still holds it)
+// and is sent the same snapshot, from its first byte, by its own writer. So however many
+// replicas ask, there is at most one snapshot, and one copy, at a time. A replica that cannot
+// attach (the backlog no longer holds T, or the history changed) waits for the next snapshot,
+// which is taken when the current one is released, for every replica waiting then. A snapshot
+// whose copies do not fit in memory is refused: the replicas waiting for it get an error
+// reply and ask again later.
+
+// syncState is a Repl's full syncs, under its mutex.
+type syncState struct {
+	job    *syncJob // the snapshot being taken or sent; nil if none
+	taking bool     // a goroutine is taking a snapshot for the replicas waiting
+	jobs   int64    // snapshots taken for replicas, for tests and the log
+}
+
+// A syncJob is one snapshot shared by the full syncs of the replicas attached to it.
+type syncJob struct {
+	replid string
+	offset int64         // the stream offset at the snapshot's instant
+	ready  chan struct{} // closed once snap or err is set
+	snap   Snapshot
+	err    error
+	users  int // the replicas attached and the goroutine that took it, under r.mu
+}
+
+// keepAlive is how often a replica waiting for a snapshot is sent a newline, as Redis does, so
+// that it does not take the wait for a dead primary.
+const keepAlive = time.Second
+
+// fullSync sends the replica +FULLRESYNC and a snapshot: the current one if it can attach to
+// it, otherwise the next. The writes after the snapshot's instant collect in the link's buffer
+// meanwhile.
+func (r *Repl) fullSync(l *link, info ReplicaInfo) error {
+	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
+		return errors.New("replication stopped")
+	}
+	l.assigned = make(chan *syncJob, 1)
+	l.state = linkWaitBgsave
+	r.links[l] = struct{}{}
+	j := r.attachLocked(l)
+	if j == nil {
+		l.waiting = true
+		r.startSnapshotLocked()
+	}
+	r.mu.Unlock()
+	if j == nil {
+		var err error
+		if j, err = r.awaitJob(l); err != nil {
+			return err
+		}
+	}
+	defer r.detach(j)
+	select {
+	case <-j.ready:
+	case <-l.done:
+		return errors.New("the replica's link was closed")
+	}
+	if j.err != nil {
+		l.nc.SetWriteDeadline(time.Now().Add(time.Second))
+		l.nc.Write([]byte("-ERR BGSAVE failed, replication can't continue: " + oneLine(j.err.Error()) + "\r\n"))
+		return fmt.Errorf("the snapshot for the full sync was refused: %w", j.err)
+	}
+	r.setState(l, linkSendBulk)
+	r.log.Info("starting a full sync", "replica", info.Addr, "bytes", j.snap.Size, "offset", j.offset)
+	start := time.Now()
+	bw := bufio.NewWriterSize(&deadlineWriter{nc: l.nc, timeout: r.timeout()}, 64<<10)
+	fmt.Fprintf(bw, "+FULLRESYNC %s %d\r\n$%d\r\n", j.replid, j.offset, j.snap.Size)
+	if err := j.snap.Write(bw); err != nil {
+		return err
+	}
+	if err := bw.Flush(); err != nil {
+		return err
+	}
+	r.log.Info("snapshot sent to a replica", "replica", info.Addr, "bytes", j.snap.Size, "seconds", time.Since(start).Seconds())
+	r.setState(l, linkOnline)
+	l.ackTime.Store(time.Now().UnixNano())
+	return nil
+}
+
+// attachLocked attaches l to the current snapshot if it can and returns it, or nil: the
+// snapshot's history must still be this server's, and the backlog must hold the stream from the
+// snapshot's instant, which becomes l's buffer.
+func (r *Repl) attachLocked(l *link) *syncJob {
+	j := r.sync.job
+	if j == nil || j.err != nil || !strings.EqualFold(j.replid, r.replid) {
+		return nil
+	}
+	data, ok := r.backlogFromLocked(j.offset + 1)
+	if !ok || len(data) > maxLinkBuffer {
+		return nil
+	}
+	l.buf = data
+	l.job = j
+	j.users++
+	r.fullSyncs++
+	r.log.Info("a replica attaches to the snapshot being sent to others", "replica", l.nc.RemoteAddr(), "offset", j.offset, "stream_since", len(data))
+	return j
+}
+
+// awaitJob waits until the next snapshot takes l, sending it a newline every second meanwhile.
+func (r *Repl) awaitJob(l *link) (*syncJob, error) {
+	t := time.NewTicker(keepAlive)
+	defer t.Stop()
+	for {
+		var err error
+		select {
+		case j := <-l.assigned:
+			return j, nil
+		case <-l.done:
+			err = errors.New("the replica's link was closed while it waited for a snapshot")
+		case <-t.C:
+			l.nc.SetWriteDeadline(time.Now().Add(r.timeout()))
+			if _, err = l.nc.Write([]byte("\n")); err == nil {
+				continue
+			}
+		}
+		// Giving up: leave the queue, or the snapshot that took l meanwhile.
+		r.mu.Lock()
+		l.waiting = false
+		j := l.job
+		l.job = nil
+		r.mu.Unlock()
+		if j != nil {
+			r.detach(j)
+		}
+		return nil, err
+	}
+}
+
+// startSnapshotLocked starts taking a snapshot for the replicas waiting, unless one is being
+// taken or sent.
+func (r *Repl) startSnapshotLocked() {
+	if r.sync.job != nil || r.sync.taking || r.closed {
+		return
+	}
+	r.sync.taking = true
+	r.wg.Add(1)
+	go r.takeSnapshot()
+}
+
+// takeSnapshot takes a snapshot for every replica waiting at its instant, or tells them all
+// that it was refused.
+func (r *Repl) takeSnapshot() {
+	defer r.wg.Done()
+	j := &syncJob{ready: make(chan struct{}), users: 1}
+	var members []*link
+	take := func(l *link) {
+		l.waiting = false
+		l.job = j
+		j.users++
+		members = append(members, l)
+	}
+	snap, err := r.host.Snapshot(func() {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		j.replid, j.offset = r.replid, r.offset
+		r.sync.job = j
+		r.sync.jobs++
+		for l := range r.links {
+			if l.waiting {
+				take(l)
+				r.fullSyncs++
+			}
+		}
+	})
+	r.mu.Lock()
+	r.sync.taking = false
+	if err != nil {
+		// Refused before its instant (the copies do not fit): the replicas waiting are told.
+		r.sync.job = j
+		for l := range r.links {
+			if l.waiting {
+				take(l)
+			}
+		}
+		r.log.Warn("full sync refused: the snapshot does not fit in memory now; the replicas will ask again",
+			"replicas", len(members), "err", err)
+	} else {
+		r.log.Info("snapshot taken for full syncs", "replicas", len(members), "bytes", snap.Size, "offset", j.offset)
+	}
+	j.snap, j.err = snap, err
+	close(j.ready)
+	for _, l := range members {
+		l.assigned <- j
+	}
+	r.mu.Unlock()
+	r.detach(j)
+}
+
+// detach ends one use of j; the last releases the snapshot and starts the next one if replicas
+// wait for it.
+func (r *Repl) detach(j *syncJob) {
+	r.mu.Lock()
+	j.users--
+	if j.users > 0 {
+		r.mu.Unlock()
+		return
+	}
+	if r.sync.job == j {
+		r.sync.job = nil
+	}
+	for l := range r.links {
+		if l.waiting {
+			r.startSnapshotLocked()
+			break
+		}
+	}
+	r.mu.Unlock()
+	if j.snap.Release != nil {
+		j.snap.Release()
+	}
+}
+
+// oneLine makes text fit in an error reply's single line.
+func oneLine(s string) string { return strings.NewReplacer("\r", " ", "\n", " ").Replace(s) }
