@@ -55,6 +55,10 @@ type loop struct {
 
 	hasDeadline bool // a read deadline is set on epf
 
+	// lagging holds connections whose latest commands are not published yet (see
+	// publishLagging); each has Conn.lagging set.
+	lagging []*Conn
+
 	pollFn  func(fd uintptr) bool // lp.pollOnce, made once (a method value allocates)
 	pollN   int
 	pollErr error
@@ -64,9 +68,11 @@ type loop struct {
 	batch batchHashes // of the batch that process runs (see prefetchBatch)
 }
 
-// A loop publishes a connection's statistics (commands processed, the last command) every
-// publishEvery commands or publishMs milliseconds, rather than after every request: each
-// publication is two locked instructions. INFO and CLIENT LIST lag by at most that.
+// A loop publishes a connection's statistics (commands processed, the last command, its calls
+// per command) every publishEvery commands or publishMs milliseconds, rather than after every
+// request: each publication is two locked instructions. A connection that falls quiet is
+// published publishMs after its last publication (publishLagging), so INFO, CLIENT LIST and the
+// page lag by at most about twice publishMs.
 const (
 	publishEvery = 256
 	publishMs    = 100
@@ -130,7 +136,7 @@ var ringEntries uint32 = 256
 // the deadline when the loop has idle connections to time out.
 func (lp *loop) poll() (int, error) {
 	switch {
-	case lp.srv.timeout.Load() > 0 || lp.stopSeen:
+	case lp.srv.timeout.Load() > 0 || lp.stopSeen || len(lp.lagging) > 0:
 		lp.epf.SetReadDeadline(time.Now().Add(100 * time.Millisecond))
 		lp.hasDeadline = true
 	case lp.hasDeadline:
@@ -311,6 +317,9 @@ func (lp *loop) run() {
 			lp.readBatch(now)
 		}
 		lp.finish()
+		if len(lp.lagging) > 0 {
+			lp.publishLagging()
+		}
 		if lp.stopSeen || lp.srv.timeout.Load() > 0 {
 			lp.expire(now)
 			if lp.stopSeen && lp.nconns == 0 && lp.exit() {
@@ -640,6 +649,9 @@ func (lp *loop) finish() {
 		if c.pendingCmds >= publishEvery || lp.nowMs-c.publishedAt >= publishMs {
 			c.publishedAt = lp.nowMs
 			c.publish()
+		} else if c.pendingCmds > 0 && !c.lagging {
+			c.lagging = true
+			lp.lagging = append(lp.lagging, c)
 		}
 		if lp.ring != nil {
 			lp.queueWrite(c)
@@ -657,6 +669,28 @@ func (lp *loop) finish() {
 	}
 	clear(lp.dirty)
 	lp.dirty = lp.dirty[:0]
+}
+
+// publishLagging publishes the connections of lp.lagging whose last publication is publishMs
+// old, and forgets those closed meanwhile (closing published them). Without it, the last
+// commands of a connection that falls quiet would stay unpublished until its next batch: INFO
+// would show a command's latency percentiles (observed as it ran) with none of its calls.
+func (lp *loop) publishLagging() {
+	keep := lp.lagging[:0]
+	for _, c := range lp.lagging {
+		switch {
+		case lp.conn(c.fd) != c:
+			c.lagging = false
+		case lp.nowMs-c.publishedAt >= publishMs:
+			c.publishedAt = lp.nowMs
+			c.publish()
+			c.lagging = false
+		default:
+			keep = append(keep, c)
+		}
+	}
+	clear(lp.lagging[len(keep):])
+	lp.lagging = keep
 }
 
 // write writes c's buffered replies; what the socket does not take waits in c.out for EPOLLOUT.
