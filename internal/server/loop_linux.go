@@ -56,8 +56,10 @@ type loop struct {
 	hasDeadline bool // a read deadline is set on epf
 
 	// lagging holds connections whose latest commands are not published yet (see
-	// publishLagging); each has Conn.lagging set.
-	lagging []*Conn
+	// publishLagging, which runs at most every publishMs/4, at lagCheckMs); each has
+	// Conn.lagging set. deadlineMs is when the read deadline the loop set for it passes.
+	lagging                []*Conn
+	lagCheckMs, deadlineMs int64
 
 	pollFn  func(fd uintptr) bool // lp.pollOnce, made once (a method value allocates)
 	pollN   int
@@ -136,9 +138,16 @@ var ringEntries uint32 = 256
 // the deadline when the loop has idle connections to time out.
 func (lp *loop) poll() (int, error) {
 	switch {
-	case lp.srv.timeout.Load() > 0 || lp.stopSeen || len(lp.lagging) > 0:
+	case lp.srv.timeout.Load() > 0 || lp.stopSeen:
 		lp.epf.SetReadDeadline(time.Now().Add(100 * time.Millisecond))
 		lp.hasDeadline = true
+	case len(lp.lagging) > 0:
+		// Wake for publishLagging; a deadline set before and not passed yet will do, so that a
+		// busy loop does not reset its deadline on every poll.
+		if !lp.hasDeadline || lp.nowMs >= lp.deadlineMs {
+			lp.epf.SetReadDeadline(time.Now().Add(publishMs * time.Millisecond))
+			lp.hasDeadline, lp.deadlineMs = true, lp.nowMs+publishMs
+		}
 	case lp.hasDeadline:
 		lp.epf.SetReadDeadline(time.Time{})
 		lp.hasDeadline = false
@@ -317,8 +326,9 @@ func (lp *loop) run() {
 			lp.readBatch(now)
 		}
 		lp.finish()
-		if len(lp.lagging) > 0 {
+		if len(lp.lagging) > 0 && lp.nowMs >= lp.lagCheckMs {
 			lp.publishLagging()
+			lp.lagCheckMs = lp.nowMs + publishMs/4
 		}
 		if lp.stopSeen || lp.srv.timeout.Load() > 0 {
 			lp.expire(now)
