@@ -269,6 +269,7 @@ func TestPageNumbers(t *testing.T) {
 				return {Text: t.textContent, Class: t.getAttribute('class'), X: r.x, Y: r.y, W: r.width, H: r.height}; })};
 	})()`)
 	var opsTicks, times []string
+	legend := false
 	for _, l := range chart.Labels {
 		if l.X < 0 || l.Y < 0 || l.X+l.W > chart.W || l.Y+l.H > chart.H || l.W == 0 {
 			t.Errorf("label %q is cut: %.1f,%.1f %.1f×%.1f in a %.0f×%.0f drawing", l.Text, l.X, l.Y, l.W, l.H, chart.W, chart.H)
@@ -279,10 +280,14 @@ func TestPageNumbers(t *testing.T) {
 		case "tick time":
 			times = append(times, l.Text)
 		case "legend ops":
+			legend = true
 			if want := fmt.Sprintf("peak %s)", grouped(int64(chart.Peak))); !strings.Contains(l.Text, want) {
 				t.Errorf("ops legend %q, want it to end with %q", l.Text, want)
 			}
 		}
+	}
+	if !legend {
+		t.Errorf("the chart names no peak in full: %+v", chart.Labels)
 	}
 	if !roundTicks(opsTicks, chart.Peak) {
 		t.Errorf("ops/s ticks %q for a peak of %.0f: want 0 and equal steps of 1, 2 or 5 times a power of ten up to at least the peak", opsTicks, chart.Peak)
