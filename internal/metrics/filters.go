@@ -36,15 +36,30 @@ func anyOf(ps []float64) float64 {
 // A Filter describes one filter of the keyspace, as the metrics endpoint and the page show it.
 type Filter struct {
 	Name  string
-	Type  string // "bloom" (a RedisBloom-compatible scalable filter)
+	Type  string // "bloom" (a RedisBloom-compatible scalable filter) or "cuckoo"
 	Bytes int64  // memory charged for it
-	Links []Link // oldest first
+	Links []Link // oldest first; none for a cuckoo filter
+	// Cuckoo describes a cuckoo filter (Type "cuckoo"); nil for a Bloom filter.
+	Cuckoo *Cuckoo
 	// Scaling reports whether the filter grows (a new link) once its last link is full.
 	Scaling   bool
 	Expansion uint32
 	// Rate is the error rate the filter was made for (BF.RESERVE's); a scalable filter's first
 	// link is sized tighter than that, so that the links together stay near it.
 	Rate float64
+}
+
+// A Cuckoo is a cuckoo filter's description: CF.INFO's fields, and its slots.
+type Cuckoo struct {
+	Size          uint64 // CF.INFO's Size: RedisBloom's structures and every slot, in bytes
+	Buckets       uint64 // of the first sub-filter
+	Filters       int    // sub-filters
+	Inserted      uint64 // items inserted and not deleted
+	Deleted       uint64 // deletions since the last compaction
+	BucketSize    uint16 // slots per bucket
+	Expansion     uint16 // 0 for a filter that never grows
+	MaxIterations uint16
+	Slots         uint64 // one-byte fingerprint slots of all sub-filters: the items it holds before it grows
 }
 
 // Bits returns the total number of bits of the filter's links.

@@ -80,6 +80,7 @@ type Conn struct {
 	lastRun     *Command
 	pendingCmds int64
 	publishedAt int64 // unix ms; event loops publish periodically
+	lagging     bool  // in its event loop's list of connections to publish when quiet
 
 	// Per-command statistics summed here and added to statCmd's when the command changes or
 	// the batch is published (see account).
@@ -114,6 +115,7 @@ type Conn struct {
 
 	// Replication (replication.go).
 	replApplier bool                          // Exec's or the primary stream's client: exempt from READONLY and LOADING
+	uncounted   bool                          // Exec's client: its calls reach no statistics (see Server.Exec)
 	replInfo    repl.ReplicaInfo              // what REPLCONF said, for PSYNC
 	woff        int64                         // the replication offset after this client's last write
 	hijack      func(nc net.Conn, buf []byte) // set by PSYNC: hand the connection over after the command
@@ -476,6 +478,9 @@ const sampleEvery = 16
 // counters in flushStats, so a run of one command costs no atomic operation per call but the
 // timed calls' histogram add.
 func (c *Conn) account(cmd *Command, args [][]byte, timed bool, start time.Time, errs int64) {
+	if c.uncounted {
+		return
+	}
 	if cmd != c.statCmd {
 		c.flushStats()
 		c.statCmd, c.lastNs = cmd, 0

@@ -55,6 +55,12 @@ type loop struct {
 
 	hasDeadline bool // a read deadline is set on epf
 
+	// lagging holds connections whose latest commands are not published yet (see
+	// publishLagging, which runs at most every publishMs/4, at lagCheckMs); each has
+	// Conn.lagging set. deadlineMs is when the read deadline the loop set for it passes.
+	lagging                []*Conn
+	lagCheckMs, deadlineMs int64
+
 	pollFn  func(fd uintptr) bool // lp.pollOnce, made once (a method value allocates)
 	pollN   int
 	pollErr error
@@ -64,9 +70,11 @@ type loop struct {
 	batch batchHashes // of the batch that process runs (see prefetchBatch)
 }
 
-// A loop publishes a connection's statistics (commands processed, the last command) every
-// publishEvery commands or publishMs milliseconds, rather than after every request: each
-// publication is two locked instructions. INFO and CLIENT LIST lag by at most that.
+// A loop publishes a connection's statistics (commands processed, the last command, its calls
+// per command) every publishEvery commands or publishMs milliseconds, rather than after every
+// request: each publication is two locked instructions. A connection that falls quiet is
+// published publishMs after its last publication (publishLagging), so INFO, CLIENT LIST and the
+// page lag by at most about twice publishMs.
 const (
 	publishEvery = 256
 	publishMs    = 100
@@ -133,6 +141,13 @@ func (lp *loop) poll() (int, error) {
 	case lp.srv.timeout.Load() > 0 || lp.stopSeen:
 		lp.epf.SetReadDeadline(time.Now().Add(100 * time.Millisecond))
 		lp.hasDeadline = true
+	case len(lp.lagging) > 0:
+		// Wake for publishLagging; a deadline set before and not passed yet will do, so that a
+		// busy loop does not reset its deadline on every poll.
+		if !lp.hasDeadline || lp.nowMs >= lp.deadlineMs {
+			lp.epf.SetReadDeadline(time.Now().Add(publishMs * time.Millisecond))
+			lp.hasDeadline, lp.deadlineMs = true, lp.nowMs+publishMs
+		}
 	case lp.hasDeadline:
 		lp.epf.SetReadDeadline(time.Time{})
 		lp.hasDeadline = false
@@ -311,6 +326,10 @@ func (lp *loop) run() {
 			lp.readBatch(now)
 		}
 		lp.finish()
+		if len(lp.lagging) > 0 && lp.nowMs >= lp.lagCheckMs {
+			lp.publishLagging()
+			lp.lagCheckMs = lp.nowMs + publishMs/4
+		}
 		if lp.stopSeen || lp.srv.timeout.Load() > 0 {
 			lp.expire(now)
 			if lp.stopSeen && lp.nconns == 0 && lp.exit() {
@@ -640,6 +659,9 @@ func (lp *loop) finish() {
 		if c.pendingCmds >= publishEvery || lp.nowMs-c.publishedAt >= publishMs {
 			c.publishedAt = lp.nowMs
 			c.publish()
+		} else if c.pendingCmds > 0 && !c.lagging {
+			c.lagging = true
+			lp.lagging = append(lp.lagging, c)
 		}
 		if lp.ring != nil {
 			lp.queueWrite(c)
@@ -657,6 +679,28 @@ func (lp *loop) finish() {
 	}
 	clear(lp.dirty)
 	lp.dirty = lp.dirty[:0]
+}
+
+// publishLagging publishes the connections of lp.lagging whose last publication is publishMs
+// old, and forgets those closed meanwhile (closing published them). Without it, the last
+// commands of a connection that falls quiet would stay unpublished until its next batch: INFO
+// would show a command's latency percentiles (observed as it ran) with none of its calls.
+func (lp *loop) publishLagging() {
+	keep := lp.lagging[:0]
+	for _, c := range lp.lagging {
+		switch {
+		case lp.conn(c.fd) != c:
+			c.lagging = false
+		case lp.nowMs-c.publishedAt >= publishMs:
+			c.publishedAt = lp.nowMs
+			c.publish()
+			c.lagging = false
+		default:
+			keep = append(keep, c)
+		}
+	}
+	clear(lp.lagging[len(keep):])
+	lp.lagging = keep
 }
 
 // write writes c's buffered replies; what the socket does not take waits in c.out for EPOLLOUT.

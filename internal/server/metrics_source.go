@@ -174,58 +174,123 @@ func (s *Server) SelectedFilters() ([]metrics.Filter, int) {
 	return out, matched
 }
 
-// Filters returns one page of the filters whose names contain query (or match it, if it has
-// glob characters), sorted by name, and how many there are.
-func (s *Server) Filters(query string, offset, limit int) ([]metrics.Filter, int) {
-	glob := strings.ContainsAny(query, "*?[")
-	var names []sized
-	s.eachFilter(func(name string, bv *bloomValue) {
-		if query == "" || glob && globMatch([]byte(query), []byte(name)) || !glob && strings.Contains(name, query) {
-			names = append(names, sized{name: name, bv: bv})
+// cuckooOf describes a cuckoo filter for the page, with CF.INFO's numbers.
+func cuckooOf(name string, cv *cuckooValue) metrics.Filter {
+	i := cv.cf.Info()
+	return metrics.Filter{Name: name, Type: "cuckoo", Bytes: cv.mem.Load(), Cuckoo: &metrics.Cuckoo{
+		Size: 40 + 16*uint64(i.Filters) + i.Bytes, Buckets: i.Buckets, Filters: i.Filters, Inserted: i.Items,
+		Deleted: i.Deletes, BucketSize: i.BucketSize, Expansion: i.Expansion, MaxIterations: i.MaxIterations,
+		Slots: i.Bytes}}
+}
+
+// describeFilter describes a Bloom or cuckoo filter value, or reports that val is neither.
+func describeFilter(name string, val any) (metrics.Filter, bool) {
+	switch v := val.(type) {
+	case *bloomValue:
+		return filterOf(name, v), true
+	case *cuckooValue:
+		return cuckooOf(name, v), true
+	}
+	return metrics.Filter{}, false
+}
+
+// A pageFilter is a filter found for the page: its name and value, described once chosen.
+type pageFilter struct {
+	name string
+	val  any
+}
+
+// Filters returns one page of the Bloom and cuckoo filters that v may read and whose names
+// contain query (or match it, if it has glob characters), sorted by name, and how many of those
+// there are. Filters v may not read are not counted: a count of hidden names matching a query
+// would let a user spell them out one character at a time.
+func (s *Server) Filters(v web.Viewer, query string, offset, limit int) ([]metrics.Filter, int) {
+	glob, pat := strings.ContainsAny(query, "*?["), []byte(query)
+	all := v.ReadsAll()
+	var found []pageFilter
+	now := nowMs()
+	for i := range s.ks.shards {
+		sh := &s.ks.shards[i]
+		sh.mu.RLock()
+		for k, e := range sh.m {
+			switch e.val.(type) {
+			case *bloomValue, *cuckooValue:
+			default:
+				continue
+			}
+			if s.ks.expired(e, now) {
+				continue
+			}
+			if query != "" && (glob && !globMatch(pat, []byte(k)) || !glob && !strings.Contains(k, query)) {
+				continue
+			}
+			if all || v.MayRead(k) {
+				found = append(found, pageFilter{k, e.val})
+			}
 		}
-	})
-	slicesSortByName(names)
-	total := len(names)
+		sh.mu.RUnlock()
+	}
+	sort.Slice(found, func(i, j int) bool { return found[i].name < found[j].name })
+	total := len(found)
 	offset = min(max(offset, 0), total)
 	end := min(offset+max(limit, 0), total)
 	out := make([]metrics.Filter, 0, end-offset)
-	for _, x := range names[offset:end] {
-		out = append(out, filterOf(x.name, x.bv))
+	for _, x := range found[offset:end] {
+		f, _ := describeFilter(x.name, x.val)
+		out = append(out, f)
 	}
 	return out, total
 }
 
-// Filter returns the named filter, if there is one.
-func (s *Server) Filter(name string) (metrics.Filter, bool) {
+// Filter returns the named Bloom or cuckoo filter, if there is one and v may read it.
+func (s *Server) Filter(v web.Viewer, name string) (metrics.Filter, bool) {
+	if !v.ReadsAll() && !v.MayRead(name) {
+		return metrics.Filter{}, false
+	}
 	e := s.ks.get([]byte(name))
 	if e == nil {
 		return metrics.Filter{}, false
 	}
-	bv, ok := e.val.(*bloomValue)
-	if !ok {
-		return metrics.Filter{}, false
-	}
-	return filterOf(name, bv), true
+	return describeFilter(name, e.val)
 }
 
-// Authorize lets an HTTP client read the metrics and the page when the default user needs no
-// password (as a connection is then authenticated at once), or when its basic-auth user name
-// and password authenticate a user that may run INFO.
-func (s *Server) Authorize(user, pass string, given bool) bool {
-	if s.defaultAuthed() {
-		return true
-	}
-	if !given {
-		return false
-	}
-	a := s.acl.users.Authenticate(user, []byte(pass))
-	if a == nil {
-		s.acl.denied[acl.DeniedAuth].Add(1)
-		return false
+// httpViewer is the user an HTTP request to the metrics port reads as (web.Viewer). It reads
+// the account's user at each call, so that ACL SETUSER applies to the next request, and a
+// deleted user reads nothing.
+type httpViewer struct{ a *acl.Account }
+
+func (v httpViewer) Name() string { return v.a.Name() }
+
+func (v httpViewer) MayRead(key string) bool {
+	return !v.a.Removed() && v.a.User().CheckKey([]byte(key), acl.KeyRO|acl.KeyAccess)
+}
+
+func (v httpViewer) ReadsAll() bool { return !v.a.Removed() && v.a.User().KeyRules() == "~*" }
+
+// Authorize lets an HTTP client read the metrics and the page as a user allowed to run INFO:
+// the user its basic-auth user name and password authenticate, or without credentials the
+// default user when it needs no password (as a connection is then authenticated at once).
+// Wrong credentials are refused even then, as AUTH refuses them. The page lists only the keys
+// that user may read (httpViewer).
+func (s *Server) Authorize(user, pass string, given bool) (web.Viewer, bool) {
+	var a *acl.Account
+	switch {
+	case given:
+		if a = s.acl.users.Authenticate(user, []byte(pass)); a == nil {
+			s.acl.denied[acl.DeniedAuth].Add(1)
+			return nil, false
+		}
+	case s.defaultAuthed():
+		a = s.acl.users.Default()
+	default:
+		return nil, false
 	}
 	info := s.mux.Lookup([]byte("info"))
 	r, _ := a.User().Check(info.acl, [][]byte{[]byte("info")})
-	return r == acl.Allowed
+	if r != acl.Allowed {
+		return nil, false
+	}
+	return httpViewer{a}, true
 }
 
 // ServeMetrics serves /metrics and the page on ln until the server shuts down.
@@ -247,8 +312,4 @@ func (s *Server) listenMetrics() (net.Listener, error) {
 		return nil, nil
 	}
 	return net.Listen("tcp", net.JoinHostPort(cfg.MetricsBind, strconv.Itoa(cfg.MetricsPort)))
-}
-
-func slicesSortByName(x []sized) {
-	sort.Slice(x, func(i, j int) bool { return x[i].name < x[j].name })
 }

@@ -549,12 +549,12 @@ func (s *Server) removeConn(c *Conn) {
 
 // Exec runs one command as a privileged internal client (authenticated, RESP2, no journal wait)
 // and returns its reply. It serves loading a journal at start-up and tests; it must not be
-// called concurrently with itself.
+// called concurrently with itself. Its calls are not counted in any statistic (INFO
+// commandstats, latencystats, errorstats, total_commands_processed, the slow log).
 func (s *Server) Exec(args ...[]byte) []byte {
 	c := s.internalConn()
 	c.execute(args)
 	c.leaveGate()
-	c.flushStats()
 	out := append([]byte(nil), c.w.Bytes()...)
 	c.w.Truncate(0)
 	return out
@@ -570,6 +570,11 @@ func (s *Server) internalConn() *Conn {
 		c.authed = true
 		c.acct.Store(nil)    // no user: may run anything, as Redis's internal clients
 		c.replApplier = true // loads data files: exempt from replication's rules, like the stream
+		// Loading the data files counts nowhere, as Redis's loading of its AOF runs each
+		// command without call(): no commandstats, latency, slow log or error counts, and
+		// not in total_commands_processed.
+		c.uncounted = true
+		c.w.OnError = nil
 		s.internal = c
 	}
 	return s.internal

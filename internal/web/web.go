@@ -1,14 +1,18 @@
 package web
 
 import (
+	"context"
 	"embed"
 	"encoding/json"
 	"io/fs"
 	"math"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/bloomd/bloom"
 	"github.com/bloomd/bloom/internal/metrics"
@@ -24,15 +28,33 @@ var static embed.FS
 // A Source is what the page reads: the metrics' source, plus filters by name and the password.
 type Source interface {
 	metrics.Source
-	// Filters returns one page of the filters matching query (a substring, or a glob if it
-	// has *, ? or [), sorted by name, and how many match.
-	Filters(query string, offset, limit int) ([]metrics.Filter, int)
-	// Filter returns the named filter.
-	Filter(name string) (metrics.Filter, bool)
-	// Authorize reports whether a request with these basic-auth credentials (given is false
-	// for a request without any) may read the metrics and the page.
-	Authorize(user, pass string, given bool) bool
+	// Filters returns one page of the filters (Bloom and cuckoo) that v may read and whose
+	// names match query (a substring, or a glob if it has *, ? or [), sorted by name, and how
+	// many of those there are: filters v may not read count nowhere.
+	Filters(v Viewer, query string, offset, limit int) ([]metrics.Filter, int)
+	// Filter returns the named filter, if there is one and v may read it.
+	Filter(v Viewer, name string) (metrics.Filter, bool)
+	// Authorize returns the user that a request with these basic-auth credentials (given is
+	// false for a request without any) reads the metrics and the page as, or false if it may
+	// not read them.
+	Authorize(user, pass string, given bool) (Viewer, bool)
 }
+
+// A Viewer is the user an HTTP request reads the page as. The page lists only the keys it may
+// read, as its ACL key patterns (~pattern, %R~pattern) allow.
+type Viewer interface {
+	// Name returns the user's name.
+	Name() string
+	// MayRead reports whether the user may read key.
+	MayRead(key string) bool
+	// ReadsAll reports whether the user may read every key.
+	ReadsAll() bool
+}
+
+type viewerKey struct{}
+
+// viewer returns the user r was authorized as.
+func viewer(r *http.Request) Viewer { return r.Context().Value(viewerKey{}).(Viewer) }
 
 // A Handler serves the metrics port. Close stops its sampler.
 type Handler struct {
@@ -55,6 +77,7 @@ func NewHandler(src Source) *Handler {
 	h.mux.HandleFunc("GET /api/server", h.server)
 	h.mux.HandleFunc("GET /api/history", h.history)
 	h.mux.HandleFunc("GET /api/filters", h.filters)
+	h.mux.HandleFunc("GET /api/filter", h.filter)
 	h.mux.HandleFunc("GET /api/filter.svg", h.filterPlot)
 	h.mux.HandleFunc("GET /api/calc", h.calc)
 	h.mux.HandleFunc("GET /api/calc.svg", h.calcPlot)
@@ -67,14 +90,16 @@ func (h *Handler) Close() { h.once.Do(func() { close(h.stop) }) }
 
 // ServeHTTP checks basic auth (Source.Authorize), then serves.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if user, pass, ok := r.BasicAuth(); !h.src.Authorize(user, pass, ok) {
+	user, pass, ok := r.BasicAuth()
+	v, allowed := h.src.Authorize(user, pass, ok)
+	if !allowed {
 		w.Header().Set("WWW-Authenticate", `Basic realm="bloomd", charset="UTF-8"`)
 		http.Error(w, "bloomd: give the user name and password of a user allowed to run INFO", http.StatusUnauthorized)
 		return
 	}
 	w.Header().Set("Content-Security-Policy", "default-src 'self'; style-src 'self'; img-src 'self' data:")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
-	h.mux.ServeHTTP(w, r)
+	h.mux.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), viewerKey{}, v)))
 }
 
 func writeJSON(w http.ResponseWriter, v any) {
@@ -92,45 +117,111 @@ func finite(v float64) float64 {
 }
 
 type commandJSON struct {
-	Name        string  `json:"name"`
-	Calls       int64   `json:"calls"`
-	UsecPerCall float64 `json:"usec_per_call"`
-	P50         float64 `json:"p50_usec"`
-	P99         float64 `json:"p99_usec"`
-	Rejected    int64   `json:"rejected"`
-	Failed      int64   `json:"failed"`
+	Name        string   `json:"name"`
+	Calls       int64    `json:"calls"`
+	UsecPerCall float64  `json:"usec_per_call"`
+	P50         *float64 `json:"p50_usec"` // null for a command with no calls (only rejected ones)
+	P99         *float64 `json:"p99_usec"`
+	Rejected    int64    `json:"rejected"`
+	Failed      int64    `json:"failed"`
 }
 
 func (h *Handler) server(w http.ResponseWriter, r *http.Request) {
 	info := h.src.Info()
 	var cmds []commandJSON
 	for _, cs := range h.src.Stats().Commands() {
-		c := commandJSON{Name: cs.Name, Calls: cs.Calls, Rejected: cs.Rejected, Failed: cs.Failed,
-			P50: float64(cs.Latency.Percentile(50)) / 1e3, P99: float64(cs.Latency.Percentile(99)) / 1e3}
+		c := commandJSON{Name: cs.Name, Calls: cs.Calls, Rejected: cs.Rejected, Failed: cs.Failed}
 		if cs.Calls > 0 {
 			c.UsecPerCall = float64(cs.Ns) / 1e3 / float64(cs.Calls)
+			if cs.Latency.Count > 0 {
+				p50, p99 := float64(cs.Latency.Percentile(50))/1e3, float64(cs.Latency.Percentile(99))/1e3
+				c.P50, c.P99 = &p50, &p99
+			}
 		}
 		cmds = append(cmds, c)
 	}
 	writeJSON(w, map[string]any{"info": info, "commands": cmds, "errors": h.src.Stats().Errors()})
 }
 
+// A fact is one field of BF.INFO's or CF.INFO's answer about a filter.
+type fact struct {
+	Label string `json:"label"`
+	Value any    `json:"value"` // a number, or null (BF.INFO's expansion of a non-scaling filter)
+}
+
 type filterJSON struct {
-	Name       string  `json:"name"`
-	Type       string  `json:"type"`
-	Bytes      int64   `json:"bytes"`
-	Bits       uint64  `json:"bits"`
-	Items      uint64  `json:"items"`
-	Capacity   uint64  `json:"capacity"`
-	SubFilters int     `json:"subfilters"`
-	Fill       float64 `json:"fill"`
-	FPP        float64 `json:"fpp"`
-	Target     float64 `json:"target"`
+	Key        string   `json:"key"`  // the name's bytes, percent-encoded (see escapeKey): for URLs
+	Name       string   `json:"name"` // the name to show (see displayName)
+	Type       string   `json:"type"` // "bloom" or "cuckoo"
+	Bytes      int64    `json:"bytes"`
+	Bits       uint64   `json:"bits,omitempty"`
+	Items      uint64   `json:"items"`
+	Capacity   uint64   `json:"capacity"`
+	SubFilters int      `json:"subfilters"`
+	Fill       float64  `json:"fill"`
+	FPP        *float64 `json:"fpp"`    // null for a cuckoo filter
+	Target     *float64 `json:"target"` // null for a cuckoo filter
+	Facts      []fact   `json:"facts"`
 }
 
 func toJSON(f *metrics.Filter) filterJSON {
-	return filterJSON{Name: f.Name, Type: f.Type, Bytes: f.Bytes, Bits: f.Bits(), Items: f.Items(),
-		Capacity: f.Capacity(), SubFilters: len(f.Links), Fill: finite(f.Fill()), FPP: finite(f.FPP()), Target: f.Target()}
+	out := filterJSON{Key: escapeKey(f.Name), Name: displayName(f.Name), Type: f.Type, Bytes: f.Bytes}
+	if c := f.Cuckoo; c != nil {
+		// A cuckoo filter holds one fingerprint per slot: its capacity is its slots, its fill
+		// their share in use. Its false-positive rate depends on how the items spread over its
+		// sub-filters, which CF.INFO does not tell: the page leaves it out.
+		out.Items, out.Capacity, out.SubFilters = c.Inserted, c.Slots, c.Filters
+		if c.Slots > 0 {
+			out.Fill = float64(c.Inserted) / float64(c.Slots)
+		}
+		out.Facts = []fact{{"Size", c.Size}, {"Number of buckets", c.Buckets}, {"Number of filters", c.Filters},
+			{"Number of items inserted", c.Inserted}, {"Number of items deleted", c.Deleted},
+			{"Bucket size", c.BucketSize}, {"Expansion rate", c.Expansion}, {"Max iterations", c.MaxIterations}}
+		return out
+	}
+	fpp, target := finite(f.FPP()), f.Target()
+	out.Bits, out.Items, out.Capacity, out.SubFilters = f.Bits(), f.Items(), f.Capacity(), len(f.Links)
+	out.Fill, out.FPP, out.Target = finite(f.Fill()), &fpp, &target
+	var expansion any
+	if f.Scaling {
+		expansion = f.Expansion
+	}
+	out.Facts = []fact{{"Capacity", out.Capacity}, {"Memory", f.Bytes}, {"Number of filters", len(f.Links)},
+		{"Number of items inserted", out.Items}, {"Expansion rate", expansion}}
+	return out
+}
+
+// keepInKey are the bytes escapeKey leaves as they are: RFC 3986's unreserved characters and a
+// few more that mean nothing special in a query value or a fragment.
+const keepInKey = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~:@*,!()$/"
+
+// escapeKey percent-encodes every byte of a key name but those of keepInKey. A key is any
+// bytes, not always UTF-8: the result names it exactly in a query (?key=, which Go's URL
+// parsing decodes back to the same bytes) and in the page's address (#/filter/...), and holds
+// nothing that HTML, JSON or a URL would read as syntax.
+func escapeKey(name string) string {
+	var b strings.Builder
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if strings.IndexByte(keepInKey, c) >= 0 {
+			b.WriteByte(c)
+			continue
+		}
+		const hex = "0123456789ABCDEF"
+		b.WriteByte('%')
+		b.WriteByte(hex[c>>4])
+		b.WriteByte(hex[c&15])
+	}
+	return b.String()
+}
+
+// displayName returns a key name to show: as it is when it is printable UTF-8, else quoted as
+// Go quotes strings ("\xff", "\n"), so that no byte is lost or drawn as something else.
+func displayName(name string) string {
+	if utf8.ValidString(name) && strings.IndexFunc(name, func(r rune) bool { return !unicode.IsPrint(r) }) < 0 {
+		return name
+	}
+	return strconv.Quote(name)
 }
 
 // maxPage is the most filters one request lists.
@@ -143,12 +234,36 @@ func (h *Handler) filters(w http.ResponseWriter, r *http.Request) {
 	if err != nil || limit <= 0 || limit > maxPage {
 		limit = 50
 	}
-	page, total := h.src.Filters(q.Get("q"), offset, limit)
+	v := viewer(r)
+	page, total := h.src.Filters(v, q.Get("q"), offset, limit)
 	out := make([]filterJSON, len(page))
 	for i := range page {
 		out[i] = toJSON(&page[i])
 	}
-	writeJSON(w, map[string]any{"total": total, "offset": offset, "filters": out})
+	writeJSON(w, map[string]any{"total": total, "offset": offset, "filters": out,
+		"user": v.Name(), "all_keys": v.ReadsAll()})
+}
+
+// lookup returns the filter the request names (key=, or name= as earlier pages sent), if the
+// request's user may read it; else it answers 404, the same for a filter that does not exist
+// and one the user may not read.
+func (h *Handler) lookup(w http.ResponseWriter, r *http.Request) (metrics.Filter, bool) {
+	q := r.URL.Query()
+	name := q.Get("key")
+	if !q.Has("key") {
+		name = q.Get("name")
+	}
+	f, ok := h.src.Filter(viewer(r), name)
+	if !ok {
+		http.Error(w, "bloomd: no such filter", http.StatusNotFound)
+	}
+	return f, ok
+}
+
+func (h *Handler) filter(w http.ResponseWriter, r *http.Request) {
+	if f, ok := h.lookup(w, r); ok {
+		writeJSON(w, toJSON(&f))
+	}
 }
 
 // rbSize sizes a projected sub-filter as RedisBloom does.
@@ -164,7 +279,7 @@ func filterChart(f *metrics.Filter) *plot.Chart {
 	maxItems := max(2*float64(f.Capacity()), 1.5*items, 10)
 	links := f.Projected(maxItems, rbSize)
 	curve := func(n float64) float64 { return metrics.FPPAt(links, n) }
-	c := &plot.Chart{Title: f.Name, MaxItems: maxItems, Target: f.Target(),
+	c := &plot.Chart{Title: displayName(f.Name), MaxItems: maxItems, Target: f.Target(),
 		Curves: []plot.Curve{{Name: "false-positive rate", FPP: curve}}, Starts: metrics.Starts(links)}
 	c.Points = append(c.Points, plot.Point{Label: "now: " + plot.Count(items) + " items, " + plot.Rate(f.FPP()), Class: "now", Items: items, FPP: f.FPP()})
 	if f.Target() > 0 && !f.Scaling {
@@ -176,9 +291,12 @@ func filterChart(f *metrics.Filter) *plot.Chart {
 }
 
 func (h *Handler) filterPlot(w http.ResponseWriter, r *http.Request) {
-	f, ok := h.src.Filter(r.URL.Query().Get("name"))
+	f, ok := h.lookup(w, r)
 	if !ok {
-		http.Error(w, "bloomd: no such filter", http.StatusNotFound)
+		return
+	}
+	if f.Cuckoo != nil {
+		http.Error(w, "bloomd: a cuckoo filter has no false-positive curve; its facts are at /api/filter", http.StatusNotFound)
 		return
 	}
 	w.Header().Set("Content-Type", "image/svg+xml")
