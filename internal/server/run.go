@@ -29,7 +29,7 @@ const usage = `Usage: bloomd [/path/to/bloomd.conf] [--setting value ...]
 bloomd is a Bloom filter server that speaks RESP2 and RESP3 and answers RedisBloom's
 BF.* commands. Settings use redis.conf names, in the config file or as flags; a
 redis.conf loads as it is (Redis settings that mean nothing here are ignored with a
-warning each):
+warning, one line per reason; the few that would mislead are refused with the reason):
 
   --bind addr [addr ...]   addresses to listen on (default 127.0.0.1)
   --port n                 TCP port (default 6379; 0 disables)
@@ -44,9 +44,12 @@ warning each):
                            process's limits leave: ulimit -v, cgroup, GOMEMLIMIT, RAM)
   --timeout seconds        close clients idle this long (default 0: never)
   --dir path               directory of the data files, created if missing (default .)
-  --tls-port n             TLS port (default 0: off), with --tls-cert-file and --tls-key-file
+  --tls-port n             TLS port (default 0: off), with --tls-cert-file and --tls-key-file;
+                           --tls-ca-cert-file or --tls-ca-cert-dir make clients present a
+                           certificate it signed (--tls-auth-clients yes|optional|no)
+  --tcp-keepalive seconds  idle time before keepalive probes (default 300; 0: none)
   --loglevel level         debug, verbose, notice (default) or warning
-  --logfile path           log file (default: standard error)
+  --logfile path           log file (default: standard error; the path is printed there)
   --proto-max-bulk-len n   longest bulk string in a request (default 512mb)
   --io-threads n           event loops serving plain TCP clients on Linux (default 0: one
                            per core but one; -1: a goroutine per connection instead)
@@ -77,6 +80,8 @@ Durability (files in --dir; see README.md):
   --auto-aof-rewrite-percentage n, --auto-aof-rewrite-min-size bytes
                            rewrite (snapshot and new log) when the log passes both
                            (default 100 and 64mb)
+  --shutdown-on-sigterm flags, --shutdown-on-sigint flags
+                           default (save if there are save rules), save or nosave
 
   bloomd check-aof [--fix] FILE   check a log; --fix truncates it at its last good record
 
@@ -116,6 +121,14 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	s.configFile = file
+	if cfg.LogFile != "" && cfg.Logger == nil {
+		// The terminal would otherwise stay silent: say once where everything goes.
+		where, err := filepath.Abs(cfg.LogFile)
+		if err != nil {
+			where = cfg.LogFile
+		}
+		fmt.Fprintf(stderr, "bloomd: logging to %s (pid %d)\n", where, os.Getpid())
+	}
 	s.logStart(file)
 	s.logMemoryLimit()
 	s.limitRuntime()
@@ -203,7 +216,10 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		stop(false)
 		return err
 	case <-ctx.Done():
-		s.log.Info("received shutdown signal; finishing the commands in flight")
+		cur := s.config()
+		var sig string
+		save, sig = signalSave(ctx, &cur, save) // unless shutdown-on-sigint/-sigterm say otherwise
+		s.log.Info("received shutdown signal; finishing the commands in flight", "signal", sig, "save", save)
 	case save = <-s.ShutdownRequested():
 		s.log.Info("shutting down on request; finishing the commands in flight")
 	}
@@ -221,8 +237,8 @@ func (s *Server) logStart(file string) {
 		dir = cfg.Dir
 	}
 	s.log.Info("bloomd starting", "version", bloomdVersion, "pid", os.Getpid(), "config", file)
-	for _, w := range cfg.ignored {
-		s.log.Warn("setting of Redis ignored", "setting", w)
+	for _, g := range cfg.ignoredByReason() {
+		s.log.Warn("settings of Redis ignored", "settings", g[1], "why", g[0])
 	}
 	s.log.Info("settings", "dir", dir, "appendonly", yesNo(cfg.AppendOnly), "appendfsync", cfg.AppendFsync.String(),
 		"save", persist.FormatSave(cfg.Save), "bind", strings.Join(cfg.Bind, " "), "port", cfg.Port, "tls-port", cfg.TLSPort,
