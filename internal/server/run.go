@@ -83,7 +83,9 @@ Durability (files in --dir; see README.md):
   --shutdown-on-sigterm flags, --shutdown-on-sigint flags
                            default (save if there are save rules), save or nosave
 
-  bloomd check-aof [--fix] FILE   check a log; --fix truncates it at its last good record
+  bloomd check-aof [--fix] FILE   check a log or a snapshot; --fix truncates a log at its last
+                           good record, or rewrites a snapshot with every intact key (what it
+                           removes is kept beside the file)
 
 Examples:
   bloomd
@@ -256,14 +258,23 @@ func (s *Server) logStart(file string) {
 
 const checkAOFUsage = `Usage: bloomd check-aof [--fix] FILE
 
-Checks an append-only log of bloomd record by record. A torn last record (a crash in the middle
-of a write) is reported; bloomd drops it by itself when it starts. Damage anywhere else is
-reported with its byte offset and the number of records after it; with --fix the log is
-truncated at the last good record, and the records lost are counted. Stop bloomd first.
+Checks a data file of bloomd: an append-only log record by record, or a snapshot (dump.bdb)
+section by section, every checksum, size and filter header, as loading does. Stop bloomd first.
+
+A log: a torn last record (a crash in the middle of a write) is reported; bloomd drops it by
+itself when it starts. Damage anywhere else is reported with its byte offset and the number of
+records after it; with --fix the log is truncated at the last good record, the records lost are
+counted, and the bytes cut are kept beside it in FILE.removed-from-OFFSET.
+
+A snapshot: each damaged section is reported with its key, and the intact keys are counted;
+with --fix the snapshot is rewritten with every intact key (the logs after it still apply), and
+the damaged file is kept beside it as FILE.damaged. No existing file is ever overwritten: a
+name already taken gets .2, .3, ...
 
 Examples:
   bloomd check-aof appendonly.aof.3
   bloomd check-aof --fix appendonly.aof.3
+  bloomd check-aof --fix dump.bdb
 `
 
 // checkAOF is "bloomd check-aof [--fix] FILE".
@@ -282,7 +293,7 @@ func checkAOF(args []string, out io.Writer) error {
 		}
 	}
 	if len(files) != 1 {
-		fmt.Fprintf(out, "bloomd check-aof: want one log file\n\n%s", checkAOFUsage)
+		fmt.Fprintf(out, "bloomd check-aof: want one log or snapshot file\n\n%s", checkAOFUsage)
 		return ErrUsage
 	}
 	return persist.CheckLog(files[0], fix, out) // ErrDamagedLog: the report is printed
