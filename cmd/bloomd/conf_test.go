@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -141,4 +142,59 @@ func TestSalvageSnapshot(t *testing.T) {
 		}
 	}
 	d.stop(t)
+}
+
+// TestSupervisedSystemd runs bloomd as a unit of Type=notify runs it (Debian's
+// redis-server.service passes --supervised systemd, and its redis.conf a pidfile): it sends
+// READY=1 on systemd's notify socket once it serves, with its pid in the pid file, and
+// STOPPING=1 when a shutdown begins; the pid file goes when it exits.
+func TestSupervisedSystemd(t *testing.T) {
+	bin := build(t)
+	dir := t.TempDir()
+	sock := filepath.Join(dir, "notify.sock")
+	ln, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: sock, Net: "unixgram"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	port := freePort(t)
+	pidfile := filepath.Join(dir, "bloomd.pid")
+	cmd := exec.Command(bin, "--port", fmt.Sprint(port), "--dir", dir, "--supervised", "systemd", "--daemonize", "no", "--pidfile", pidfile)
+	cmd.Env = append(os.Environ(), "NOTIFY_SOCKET="+sock)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	read := func() string {
+		t.Helper()
+		ln.SetReadDeadline(time.Now().Add(15 * time.Second))
+		b := make([]byte, 4096)
+		n, err := ln.Read(b)
+		if err != nil {
+			t.Fatalf("no notification: %v\n%s", err, stderr.String())
+		}
+		return string(b[:n])
+	}
+	if got := read(); !strings.HasPrefix(got, "READY=1\n") {
+		t.Fatalf("first notification %q", got)
+	}
+	// Ready means serving.
+	if line, err := roundTrip(fmt.Sprintf("127.0.0.1:%d", port), "PING"); line != "+PONG\r\n" {
+		t.Fatalf("PING after READY=1: %q %v", line, err)
+	}
+	if b, err := os.ReadFile(pidfile); err != nil || string(b) != fmt.Sprintf("%d\n", cmd.Process.Pid) {
+		t.Fatalf("pid file: %q %v, want pid %d", b, err, cmd.Process.Pid)
+	}
+	cmd.Process.Signal(syscall.SIGTERM)
+	if got := read(); got != "STOPPING=1" {
+		t.Fatalf("notification at shutdown %q", got)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("exit: %v\n%s", err, stderr.String())
+	}
+	if _, err := os.Stat(pidfile); !os.IsNotExist(err) {
+		t.Errorf("the pid file is still there after the exit: %v", err)
+	}
 }

@@ -59,6 +59,8 @@ type Config struct {
 	AutoAOFRewriteMinSize int64              // auto-aof-rewrite-min-size, bytes
 	ShutdownOnSigint      string             // shutdown-on-sigint: default, or save|nosave now force
 	ShutdownOnSigterm     string             // shutdown-on-sigterm (config_shutdown.go)
+	Supervised            string             // supervised: no, auto, systemd or upstart (supervise.go)
+	PidFile               string             // pidfile: where the pid is written; "" for none
 
 	// Monitoring (config_stats.go): the slow log, the latency monitor and the metrics endpoint.
 	SlowlogLogSlowerThan    int64  // slowlog-log-slower-than, µs; negative turns the slow log off

@@ -21,8 +21,6 @@ import (
 var redisOnly = map[string]string{
 	// Process management: bloomd runs in the foreground under its supervisor.
 	"daemonize":              "bloomd runs in the foreground; let systemd or another supervisor run it",
-	"supervised":             "bloomd runs in the foreground; let systemd or another supervisor run it",
-	"pidfile":                "bloomd writes no pid file; its pid is in the start-up log",
 	"always-show-logo":       "bloomd has no logo",
 	"set-proc-title":         "bloomd keeps its process title",
 	"proc-title-template":    "bloomd keeps its process title",

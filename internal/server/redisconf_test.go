@@ -32,17 +32,17 @@ func TestRedisConfSample(t *testing.T) {
 	if got, _ := cfg.Get("save"); got != "3600 1 300 100" {
 		t.Fatalf("save %q", got)
 	}
-	// daemonize no and maxmemory-policy noeviction are bloomd's own values; tcp-keepalive is a
-	// setting of bloomd.
-	want := []string{"tcp-backlog", "pidfile", "databases", "rdbcompression", "hash-max-listpack-entries", "lazyfree-lazy-eviction"}
+	// daemonize no and maxmemory-policy noeviction are bloomd's own values; tcp-keepalive and
+	// pidfile are settings of bloomd.
+	want := []string{"tcp-backlog", "databases", "rdbcompression", "hash-max-listpack-entries", "lazyfree-lazy-eviction"}
 	if got := ignoredNames(cfg); !slices.Equal(got, want) {
 		t.Fatalf("ignored settings %q, want %q", got, want)
 	}
 	if cfg.ignored[0].where != "testdata/redisconf/redis.conf line 6" {
 		t.Fatalf("ignored %+v does not name the file and the line", cfg.ignored[0])
 	}
-	if cfg.TCPKeepAlive != 300 {
-		t.Fatalf("tcp-keepalive %d", cfg.TCPKeepAlive)
+	if cfg.TCPKeepAlive != 300 || cfg.PidFile != "/run/redis/redis-server.pid" {
+		t.Fatalf("tcp-keepalive %d, pidfile %q", cfg.TCPKeepAlive, cfg.PidFile)
 	}
 }
 
@@ -91,7 +91,7 @@ func TestDebianRedisConf(t *testing.T) {
 		t.Fatalf("settings from %s: port %d dir %s protected-mode %v appendonly %v", path, cfg.Port, cfg.Dir, cfg.ProtectedMode, cfg.AppendOnly)
 	}
 	names := ignoredNames(cfg)
-	for _, want := range []string{"daemonize", "pidfile", "databases"} {
+	for _, want := range []string{"daemonize", "databases"} {
 		if !slices.Contains(names, want) {
 			t.Errorf("%s ignored without a warning (warnings for %q)", want, names)
 		}
@@ -100,7 +100,7 @@ func TestDebianRedisConf(t *testing.T) {
 	// (repl-diskless-sync yes, aof-use-rdb-preamble yes, ...) load without a warning.
 	for _, name := range []string{"replica-read-only", "replica-serve-stale-data", "replica-priority", "slowlog-log-slower-than",
 		"slowlog-max-len", "latency-monitor-threshold", "tcp-keepalive", "repl-diskless-sync", "repl-diskless-load",
-		"repl-disable-tcp-nodelay", "aof-use-rdb-preamble", "aof-load-truncated", "rdbchecksum", "always-show-logo"} {
+		"repl-disable-tcp-nodelay", "aof-use-rdb-preamble", "aof-load-truncated", "rdbchecksum", "always-show-logo", "pidfile"} {
 		if slices.Contains(names, name) {
 			t.Errorf("%s: a warning, but bloomd does what %s says", name, path)
 		}

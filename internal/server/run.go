@@ -50,6 +50,8 @@ warning, one line per reason; the few that would mislead are refused with the re
   --tcp-keepalive seconds  idle time before keepalive probes (default 300; 0: none)
   --loglevel level         debug, verbose, notice (default) or warning
   --logfile path           log file (default: standard error; the path is printed there)
+  --supervised systemd     tell systemd (a unit of Type=notify) when bloomd is ready
+  --pidfile path           write the pid there while running (default: none)
   --proto-max-bulk-len n   longest bulk string in a request (default 512mb)
   --io-threads n           event loops serving plain TCP clients on Linux (default 0: one
                            per core but one; -1: a goroutine per connection instead)
@@ -162,11 +164,14 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	served := make(chan error, 1)
 	go func() { served <- s.Serve() }()
+	sd := s.newNotifier(cfg.Supervised)
+	defer s.writePidFile(cfg.PidFile)()
 
 	// Load the data files while clients are answered -LOADING.
 	loaded := make(chan error, 1)
 	go func() { loaded <- s.loadData() }()
 	stop := func(save bool) error {
+		s.notify(sd, "STOPPING=1")
 		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		if s.Shutdown(sctx) != nil {
@@ -203,6 +208,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		s.restoreReplState()
 		s.StartReplication()
 		s.log.Info("bloomd ready to accept connections")
+		s.notify(sd, "READY=1\nSTATUS=Ready to accept connections")
 	case err := <-served:
 		s.Shutdown(context.Background())
 		return err
