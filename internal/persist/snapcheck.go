@@ -124,6 +124,7 @@ type sectionVerifier struct {
 	name   string
 	sparse bool
 	buf    []byte // one piece, reused
+	br     *bufio.Reader
 }
 
 // errHeaderChecked stops redisbloom.LoadHeader once it has checked a header, before it
@@ -134,7 +135,11 @@ var errHeaderChecked = errors.New("header checked")
 // key were intact, and the damage as a *CorruptError.
 func (v *sectionVerifier) verify(off int64) (snapSection, *CorruptError) {
 	sec := snapSection{off: off}
-	d := &snapReader{r: bufio.NewReaderSize(io.NewSectionReader(v.r, off, v.size-off), 64<<10), size: v.size, off: off, name: v.name}
+	if v.br == nil {
+		v.br = bufio.NewReaderSize(nil, 64<<10)
+	}
+	v.br.Reset(io.NewSectionReader(v.r, off, v.size-off))
+	d := &snapReader{r: v.br, size: v.size, off: off, name: v.name}
 	fail := func(err error) (snapSection, *CorruptError) {
 		var ce *CorruptError
 		if errors.As(err, &ce) {
