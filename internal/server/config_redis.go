@@ -148,7 +148,7 @@ var redisOnly = map[string]string{
 	"tls-client-key-file":       "bloomd makes no TLS connection of its own (tls-replication is no)",
 	"tls-cluster":               "bloomd has no cluster mode (cluster-enabled is no)",
 
-	// Redis Cluster: bloomd runs standalone (cluster-enabled yes is refused, see redisCluster).
+	// Redis Cluster: bloomd runs standalone (cluster-enabled yes is refused: see init below).
 	"cluster-config-file":                 "bloomd has no cluster mode (cluster-enabled is no)",
 	"cluster-node-timeout":                "bloomd has no cluster mode (cluster-enabled is no)",
 	"cluster-port":                        "bloomd has no cluster mode (cluster-enabled is no)",
