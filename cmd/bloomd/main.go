@@ -14,8 +14,11 @@ import (
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
+	// The signal becomes the context's cause, for shutdown-on-sigint and shutdown-on-sigterm.
+	ctx, cancel := context.WithCancelCause(context.Background())
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	go func() { cancel(server.Signal{Signal: <-sigs}) }()
 	if err := server.Run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
 		if !errors.Is(err, server.ErrUsage) && !errors.Is(err, server.ErrDamagedLog) {
 			fmt.Fprintln(os.Stderr, "bloomd:", err)

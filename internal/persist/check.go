@@ -13,9 +13,13 @@ var ErrDamaged = errors.New("persist: the log is damaged")
 // CheckLog verifies the log file at path record by record and reports on out, as
 // `bloomd check-aof [--fix] FILE` does. A good log reports its records. A torn last record is
 // reported as bloomd would drop it on start. Damage in the middle is reported with its offset and
-// the number of well-formed records found after it (those a repair loses); with fix, the log is
-// truncated to the last good record before the damage (or the torn one), and the loss reported.
-// It returns ErrDamaged for damage it did not fix; a torn tail alone is not an error.
+// the number of well-formed records found after it (those a repair loses); with fix, the bytes
+// from the last good record before the damage (or the torn one) on are copied to a new file
+// beside the log, FILE.removed-from-OFFSET (never over an existing file), the log is truncated
+// there, and the loss reported. A snapshot is recognised by its magic and checked whole, section
+// by section; with fix a damaged one is replaced by one holding every intact key, the damaged
+// file kept as FILE.damaged (see checkSnapshot). It returns ErrDamaged for damage it did not fix;
+// a torn tail alone is not an error.
 func CheckLog(path string, fix bool, out io.Writer) error {
 	return checkLog(OSFS{}, path, fix, out)
 }
@@ -31,11 +35,20 @@ func checkLog(fsys FS, path string, fix bool, out io.Writer) error {
 		return fmt.Errorf("persist: %w", err)
 	}
 	size := fi.Size()
+	var magic [8]byte
+	n, _ := f.ReadAt(magic[:], 0)
+	switch {
+	case string(magic[:n]) == snapMagic:
+		return checkSnapshot(f, path, size, fix, out)
+	case n >= 5 && string(magic[:5]) == "REDIS":
+		fmt.Fprintf(out, "%s: a Redis RDB file, not a file of bloomd: redis-check-rdb checks it.\n", path)
+		return ErrDamaged
+	}
 	sc, err := NewLogScanner(f, size, path)
 	var ce *CorruptError
 	if errors.As(err, &ce) {
 		fmt.Fprintf(out, "%s: %s\n", path, ce.Reason)
-		fmt.Fprintf(out, "The header is damaged: this is not a log bloomd can read, and --fix cannot repair it.\n")
+		fmt.Fprintf(out, "The header is damaged: this is not a log bloomd can read (nor a snapshot), and --fix cannot repair it.\n")
 		return ErrDamaged
 	}
 	if err != nil {
@@ -77,6 +90,11 @@ func checkLog(fsys FS, path string, fix bool, out io.Writer) error {
 	if cut < logHeaderSize {
 		cut = 0 // a torn header: an empty file, which bloomd recreates
 	}
+	// The bytes cut go to a new file beside the log first, so that nothing is lost for good.
+	saved := newName(path, fmt.Sprintf(".removed-from-%d", cut))
+	if err := writeNew(saved, io.NewSectionReader(f, cut, size-cut)); err != nil {
+		return err
+	}
 	w, err := fsys.OpenFile(path, os.O_RDWR, 0)
 	if err != nil {
 		return fmt.Errorf("persist: %w", err)
@@ -88,7 +106,7 @@ func checkLog(fsys FS, path string, fix bool, out io.Writer) error {
 	if err := w.Sync(); err != nil {
 		return fmt.Errorf("persist: truncating %s: %w", path, err)
 	}
-	fmt.Fprintf(out, "Truncated %s to %s (%s removed). It now holds %s.\n", path, count(cut, "byte"), count(size-cut, "byte"), count(good, "record"))
+	fmt.Fprintf(out, "Truncated %s to %s (%s removed, kept in %s). It now holds %s.\n", path, count(cut, "byte"), count(size-cut, "byte"), saved, count(good, "record"))
 	return nil
 }
 

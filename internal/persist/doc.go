@@ -82,7 +82,11 @@
 // removed first, so that the log before it counts as the last). Any other damage (a checksum, a size or a header wrong anywhere else, a torn record in
 // a log that another follows, a gap in the numbers) refuses to start with a message naming the
 // file, the offset, and the repair: `bloomd check-aof --fix FILE` truncates a log at its last
-// good record and says how many records that loses. A record that fails when replayed also
+// good record and says how many records that loses, keeping the bytes it cuts in a new file
+// beside the log; on a snapshot it writes one with every intact key (each section carries its
+// own checksums, and past a damaged one the next intact section is found again), keeping the
+// damaged file beside it (snapcheck.go; TestCheckSnapshot and FuzzCheckSnapshot, which also
+// holds the check to what loading accepts). A record that fails when replayed also
 // refuses to start. A transaction that the log ends inside of is dropped (it was never
 // acknowledged).
 package persist

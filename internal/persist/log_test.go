@@ -258,6 +258,19 @@ func TestCheckLog(t *testing.T) {
 	if !bytes.Equal(fixed, data[:offs[10]]) {
 		t.Fatalf("fixed log is %d bytes, want the first %d", len(fixed), offs[10])
 	}
+	// What was cut is kept beside the log, byte for byte.
+	removed := fmt.Sprintf("%s.removed-from-%d", path, offs[10])
+	if kept, err := os.ReadFile(removed); err != nil || !bytes.Equal(kept, d[offs[10]:]) || !strings.Contains(out, "kept in "+removed) {
+		t.Fatalf("the bytes cut are not kept in %s (%v):\n%s", removed, err, out)
+	}
+	// A second repair that cuts at the same offset keeps its bytes under a new name.
+	os.WriteFile(path, d, 0o644)
+	if out, err := check(true); err != nil || !strings.Contains(out, "kept in "+removed+".2") {
+		t.Fatalf("second fix: %v\n%s", err, out)
+	}
+	if kept, _ := os.ReadFile(removed); !bytes.Equal(kept, d[offs[10]:]) {
+		t.Fatal("the first file of cut bytes was overwritten")
+	}
 	if res := scan(fixed); !sameRecords(res.recs, recs[:10]) || res.torn != nil || res.err != nil {
 		t.Fatalf("fixed log: %d records, torn %v, err %v", len(res.recs), res.torn, res.err)
 	}

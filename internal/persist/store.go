@@ -263,7 +263,7 @@ func (st *Store) Load(ks Keyspace) error {
 		f.Close()
 		if err != nil {
 			if errors.Is(err, bloom.ErrCorrupt) {
-				return withHint(err, fmt.Sprintf("The snapshot is damaged and bloomd will not start with part of it. Restore %s from a backup, or move it and the logs %s.* away to start empty.", st.snap, filepath.Join(cfg.Dir, cfg.AppendFilename)))
+				return withHint(err, fmt.Sprintf("The snapshot is damaged and bloomd will not start with part of it. To keep every intact key, run\n  bloomd check-aof --fix %s\n(it names the keys lost and keeps the damaged file beside it), then start bloomd again. Or restore %s from a backup, or move it and the logs %s.* away to start empty.", st.snap, st.snap, filepath.Join(cfg.Dir, cfg.AppendFilename)))
 			}
 			return err
 		}

@@ -242,6 +242,7 @@ func configGetCmd(c *Conn, args [][]byte) {
 				out = append(out, p.name, p.get(&cfg))
 			}
 		}
+		out = appendAliases(out, seen, strings.ToLower(string(pat)), &cfg)
 	}
 	c.w.Map(len(out) / 2)
 	for _, s := range out {

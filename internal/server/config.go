@@ -39,10 +39,12 @@ type Config struct {
 	MaxClients      int    // most connections at once
 	MaxMemory       int64  // bytes of filters and keys; 0 means the machine's memory
 	Timeout         int    // seconds a client may stay idle; 0 means forever
+	TCPKeepAlive    int    // tcp-keepalive: seconds idle before keepalive probes; 0 sends none
 	Dir             string // working directory for data files
 	TLSPort         int    // TLS port; 0 disables TLS
 	TLSCertFile     string
 	TLSKeyFile      string
+	TLS             TLSSettings
 	LogLevel        string // debug, verbose, notice, warning or nothing
 	LogFile         string // "" means standard error
 	ProtoMaxBulkLen int64  // longest bulk string a request may carry
@@ -55,6 +57,10 @@ type Config struct {
 	Save                  []persist.SaveRule // save: snapshot rules; none for no snapshots by rule
 	AutoAOFRewritePercent int                // auto-aof-rewrite-percentage; 0 turns automatic rewrites off
 	AutoAOFRewriteMinSize int64              // auto-aof-rewrite-min-size, bytes
+	ShutdownOnSigint      string             // shutdown-on-sigint: default, or save|nosave now force
+	ShutdownOnSigterm     string             // shutdown-on-sigterm (config_shutdown.go)
+	Supervised            string             // supervised: no, auto, systemd or upstart (supervise.go)
+	PidFile               string             // pidfile: where the pid is written; "" for none
 
 	// Monitoring (config_stats.go): the slow log, the latency monitor and the metrics endpoint.
 	SlowlogLogSlowerThan    int64  // slowlog-log-slower-than, µs; negative turns the slow log off
@@ -89,9 +95,16 @@ type Config struct {
 	// profiles (net/http/pprof; see internal/debugport).
 	DebugPort int
 
-	// ignored holds a warning for each redis.conf setting that means nothing to bloomd and
-	// was accepted (see redisOnly); Run logs them.
-	ignored []string
+	// ignored holds the redis.conf settings that mean nothing to bloomd and were accepted
+	// (see redisOnly); Run logs them, one line per reason.
+	ignored []ignoredSetting
+}
+
+// An ignoredSetting is a setting of Redis that bloomd accepted without acting on it.
+type ignoredSetting struct {
+	where string // "FILE line N" or "command line"
+	name  string
+	why   string
 }
 
 // DefaultConfig returns the settings bloomd starts with.
@@ -105,6 +118,7 @@ func DefaultConfig() Config {
 		Dir:             ".",
 		LogLevel:        "notice",
 		ProtoMaxBulkLen: 512 << 20,
+		TCPKeepAlive:    300,
 
 		AppendOnly:            pd.AppendOnly,
 		AppendFsync:           pd.AppendFsync,
@@ -286,7 +300,7 @@ func fixedParam(want string) func(c *Config, v string) error {
 }
 
 func findParam(name string) *param {
-	name = strings.ToLower(name)
+	name = canonical(name)
 	for i := range params {
 		if params[i].name == name {
 			return &params[i]
@@ -411,8 +425,11 @@ func parseConfig(r io.Reader, name string, c *Config, depth int) error {
 				continue
 			}
 		}
+		if why, ok := isRefused(key); ok {
+			return fmt.Errorf("server: %s line %d: %s: %s", name, n, key, why)
+		}
 		if why, ok := isRedisOnly(key); ok && !validSetting(key, value) {
-			c.ignore(fmt.Sprintf("%s line %d: ", name, n), key, why)
+			c.ignore(fmt.Sprintf("%s line %d", name, n), key, why)
 			continue
 		}
 		if key == "user" {
@@ -435,15 +452,32 @@ func parseConfig(r io.Reader, name string, c *Config, depth int) error {
 	return sc.Err()
 }
 
-// ignore records the warning for a Redis-only setting, once per name (redis.conf may repeat a
-// setting, as client-output-buffer-limit for each class of client).
+// ignore records a Redis-only setting that was accepted, once per name (redis.conf may repeat
+// a setting, as client-output-buffer-limit for each class of client).
 func (c *Config) ignore(where, name, why string) {
 	for _, w := range c.ignored {
-		if strings.Contains(w, " "+name+" ignored: ") || strings.HasPrefix(w, "--"+name+" ignored: ") {
+		if w.name == name {
 			return
 		}
 	}
-	c.ignored = append(c.ignored, where+name+" ignored: "+why)
+	c.ignored = append(c.ignored, ignoredSetting{where: where, name: name, why: why})
+}
+
+// ignoredByReason groups the ignored settings by reason, in the order the reasons first
+// appear: each element is a reason and the names it covers.
+func (c *Config) ignoredByReason() [][2]string {
+	var out [][2]string
+	at := map[string]int{}
+	for _, w := range c.ignored {
+		i, ok := at[w.why]
+		if !ok {
+			i = len(out)
+			at[w.why] = i
+			out = append(out, [2]string{w.why, ""})
+		}
+		out[i][1] = strings.TrimPrefix(out[i][1]+" "+w.name, " ")
+	}
+	return out
 }
 
 // validSetting reports whether name is a setting of bloomd and value a value it takes.
@@ -576,8 +610,11 @@ func ParseArgs(args []string) (Config, string, error) {
 			c.Users = append(c.Users, acl.Definition{Name: words[0], Rules: words[1:]})
 			continue
 		}
+		if why, ok := isRefused(name); ok {
+			return c, file, fmt.Errorf("server: --%s: %s", name, why)
+		}
 		if why, ok := isRedisOnly(name); ok && !validSetting(name, value) {
-			c.ignore("--", strings.ToLower(name), why)
+			c.ignore("command line", strings.ToLower(name), why)
 			continue
 		}
 		if findParam(name) == nil {

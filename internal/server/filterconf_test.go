@@ -110,8 +110,8 @@ func TestFilterSettingsParse(t *testing.T) {
 	if f.BFErrorRate != 0.001 || f.BFInitialSize != 400 || f.CFBucketSize != 4 || f.CFMaxExpansions != 64 {
 		t.Errorf("parsed %+v", *f)
 	}
-	if len(c.ignored) != 1 || !strings.Contains(c.ignored[0], "loadmodule") {
-		t.Errorf("another module's loadmodule line: warnings %q", c.ignored)
+	if len(c.ignored) != 1 || c.ignored[0].name != "loadmodule" {
+		t.Errorf("another module's loadmodule line: warnings %v", c.ignored)
 	}
 	for _, bad := range []struct{ conf, want string }{
 		{"bf-initial-size 0\n", "test.conf line 1: bf-initial-size: Value for `bf-initial-size` must be in the range [1, 1073741824]"},

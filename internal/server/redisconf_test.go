@@ -9,15 +9,11 @@ import (
 	"github.com/bloomd/bloom/internal/skipped"
 )
 
-// ignoredNames returns the setting names of cfg's ignored-setting warnings.
+// ignoredNames returns the names of cfg's ignored settings.
 func ignoredNames(cfg Config) []string {
 	var names []string
 	for _, w := range cfg.ignored {
-		_, rest, _ := strings.Cut(w, ": ") // "file line n: name ignored: why"
-		if strings.HasPrefix(w, "--") {
-			rest = w[2:]
-		}
-		names = append(names, strings.Fields(rest)[0])
+		names = append(names, w.name)
 	}
 	return names
 }
@@ -36,12 +32,17 @@ func TestRedisConfSample(t *testing.T) {
 	if got, _ := cfg.Get("save"); got != "3600 1 300 100" {
 		t.Fatalf("save %q", got)
 	}
-	want := []string{"tcp-backlog", "tcp-keepalive", "daemonize", "pidfile", "databases", "rdbcompression", "hash-max-listpack-entries", "lazyfree-lazy-eviction"}
+	// daemonize no and maxmemory-policy noeviction are bloomd's own values; tcp-keepalive and
+	// pidfile are settings of bloomd.
+	want := []string{"tcp-backlog", "databases", "rdbcompression", "hash-max-listpack-entries", "lazyfree-lazy-eviction"}
 	if got := ignoredNames(cfg); !slices.Equal(got, want) {
-		t.Fatalf("ignored settings %q, want %q (maxmemory-policy noeviction is bloomd's own value)", got, want)
+		t.Fatalf("ignored settings %q, want %q", got, want)
 	}
-	if !strings.Contains(cfg.ignored[0], "redis.conf line 6: tcp-backlog ignored: ") {
-		t.Fatalf("warning %q does not name the file, the line and the setting", cfg.ignored[0])
+	if cfg.ignored[0].where != "testdata/redisconf/redis.conf line 6" {
+		t.Fatalf("ignored %+v does not name the file and the line", cfg.ignored[0])
+	}
+	if cfg.TCPKeepAlive != 300 || cfg.PidFile != "/run/redis/redis-server.pid" {
+		t.Fatalf("tcp-keepalive %d, pidfile %q", cfg.TCPKeepAlive, cfg.PidFile)
 	}
 }
 
@@ -57,9 +58,12 @@ func TestRedisConfErrors(t *testing.T) {
 	if _, _, err := ParseArgs([]string{conf}); err == nil || !strings.Contains(err.Error(), "include") {
 		t.Fatalf("a file that includes itself: %v", err)
 	}
-	cfg, _, err := ParseArgs([]string{"--daemonize", "no", "--port", "7002"})
+	cfg, _, err := ParseArgs([]string{"--daemonize", "yes", "--port", "7002"})
 	if err != nil || cfg.Port != 7002 || !slices.Equal(ignoredNames(cfg), []string{"daemonize"}) {
-		t.Fatalf("--daemonize: %v %q", err, cfg.ignored)
+		t.Fatalf("--daemonize yes: %v %v", err, cfg.ignored)
+	}
+	if cfg, _, err := ParseArgs([]string{"--daemonize", "no"}); err != nil || len(cfg.ignored) != 0 {
+		t.Fatalf("--daemonize no (what bloomd does): %v %v", err, cfg.ignored)
 	}
 	if c, _, err := ParseArgs([]string{"--user", "alice on >pw ~* +@all", "--user", "bob", "on", "nopass"}); err != nil || len(c.Users) != 2 ||
 		c.Users[0].Name != "alice" || strings.Join(c.Users[0].Rules, " ") != "on >pw ~* +@all" || strings.Join(c.Users[1].Rules, " ") != "on nopass" {
@@ -87,10 +91,26 @@ func TestDebianRedisConf(t *testing.T) {
 		t.Fatalf("settings from %s: port %d dir %s protected-mode %v appendonly %v", path, cfg.Port, cfg.Dir, cfg.ProtectedMode, cfg.AppendOnly)
 	}
 	names := ignoredNames(cfg)
-	for _, want := range []string{"daemonize", "pidfile", "databases"} {
+	for _, want := range []string{"daemonize", "databases"} {
 		if !slices.Contains(names, want) {
 			t.Errorf("%s ignored without a warning (warnings for %q)", want, names)
 		}
+	}
+	// Settings bloomd implements take effect; those whose value is what bloomd does anyway
+	// (repl-diskless-sync yes, aof-use-rdb-preamble yes, ...) load without a warning.
+	for _, name := range []string{"replica-read-only", "replica-serve-stale-data", "replica-priority", "slowlog-log-slower-than",
+		"slowlog-max-len", "latency-monitor-threshold", "tcp-keepalive", "repl-diskless-sync", "repl-diskless-load",
+		"repl-disable-tcp-nodelay", "aof-use-rdb-preamble", "aof-load-truncated", "rdbchecksum", "always-show-logo", "pidfile"} {
+		if slices.Contains(names, name) {
+			t.Errorf("%s: a warning, but bloomd does what %s says", name, path)
+		}
+	}
+	groups := cfg.ignoredByReason()
+	for _, g := range groups {
+		t.Logf("%s: %s", g[1], g[0])
+	}
+	if len(groups) >= len(names) || len(groups) > 30 {
+		t.Errorf("%d warnings for %d settings: one per reason", len(groups), len(names))
 	}
 	seen := map[string]bool{}
 	for _, n := range names {

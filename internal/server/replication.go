@@ -515,8 +515,8 @@ func (s *Server) rewriteConfig() error {
 			continue
 		}
 		p := findParam(words[0])
-		if p == nil {
-			out = append(out, line)
+		if _, only := isRedisOnly(words[0]); p == nil || only {
+			out = append(out, line) // a Redis setting bloomd ignores keeps its value for Redis
 			continue
 		}
 		if done[p.name] {

@@ -29,7 +29,7 @@ const usage = `Usage: bloomd [/path/to/bloomd.conf] [--setting value ...]
 bloomd is a Bloom filter server that speaks RESP2 and RESP3 and answers RedisBloom's
 BF.* commands. Settings use redis.conf names, in the config file or as flags; a
 redis.conf loads as it is (Redis settings that mean nothing here are ignored with a
-warning each):
+warning, one line per reason; the few that would mislead are refused with the reason):
 
   --bind addr [addr ...]   addresses to listen on (default 127.0.0.1)
   --port n                 TCP port (default 6379; 0 disables)
@@ -44,9 +44,14 @@ warning each):
                            process's limits leave: ulimit -v, cgroup, GOMEMLIMIT, RAM)
   --timeout seconds        close clients idle this long (default 0: never)
   --dir path               directory of the data files, created if missing (default .)
-  --tls-port n             TLS port (default 0: off), with --tls-cert-file and --tls-key-file
+  --tls-port n             TLS port (default 0: off), with --tls-cert-file and --tls-key-file;
+                           --tls-ca-cert-file or --tls-ca-cert-dir make clients present a
+                           certificate it signed (--tls-auth-clients yes|optional|no)
+  --tcp-keepalive seconds  idle time before keepalive probes (default 300; 0: none)
   --loglevel level         debug, verbose, notice (default) or warning
-  --logfile path           log file (default: standard error)
+  --logfile path           log file (default: standard error; the path is printed there)
+  --supervised systemd     tell systemd (a unit of Type=notify) when bloomd is ready
+  --pidfile path           write the pid there while running (default: none)
   --proto-max-bulk-len n   longest bulk string in a request (default 512mb)
   --io-threads n           event loops serving plain TCP clients on Linux (default 0: one
                            per core but one; -1: a goroutine per connection instead)
@@ -77,8 +82,12 @@ Durability (files in --dir; see README.md):
   --auto-aof-rewrite-percentage n, --auto-aof-rewrite-min-size bytes
                            rewrite (snapshot and new log) when the log passes both
                            (default 100 and 64mb)
+  --shutdown-on-sigterm flags, --shutdown-on-sigint flags
+                           default (save if there are save rules), save or nosave
 
-  bloomd check-aof [--fix] FILE   check a log; --fix truncates it at its last good record
+  bloomd check-aof [--fix] FILE   check a log or a snapshot; --fix truncates a log at its last
+                           good record, or rewrites a snapshot with every intact key (what it
+                           removes is kept beside the file)
 
 Examples:
   bloomd
@@ -116,6 +125,14 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	s.configFile = file
+	if cfg.LogFile != "" && cfg.Logger == nil {
+		// The terminal would otherwise stay silent: say once where everything goes.
+		where, err := filepath.Abs(cfg.LogFile)
+		if err != nil {
+			where = cfg.LogFile
+		}
+		fmt.Fprintf(stderr, "bloomd: logging to %s (pid %d)\n", where, os.Getpid())
+	}
 	s.logStart(file)
 	s.logMemoryLimit()
 	s.limitRuntime()
@@ -147,11 +164,14 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	served := make(chan error, 1)
 	go func() { served <- s.Serve() }()
+	sd := s.newNotifier(cfg.Supervised)
+	defer s.writePidFile(cfg.PidFile)()
 
 	// Load the data files while clients are answered -LOADING.
 	loaded := make(chan error, 1)
 	go func() { loaded <- s.loadData() }()
 	stop := func(save bool) error {
+		s.notify(sd, "STOPPING=1")
 		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		if s.Shutdown(sctx) != nil {
@@ -188,6 +208,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		s.restoreReplState()
 		s.StartReplication()
 		s.log.Info("bloomd ready to accept connections")
+		s.notify(sd, "READY=1\nSTATUS=Ready to accept connections")
 	case err := <-served:
 		s.Shutdown(context.Background())
 		return err
@@ -203,7 +224,10 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		stop(false)
 		return err
 	case <-ctx.Done():
-		s.log.Info("received shutdown signal; finishing the commands in flight")
+		cur := s.config()
+		var sig string
+		save, sig = signalSave(ctx, &cur, save) // unless shutdown-on-sigint/-sigterm say otherwise
+		s.log.Info("received shutdown signal; finishing the commands in flight", "signal", sig, "save", save)
 	case save = <-s.ShutdownRequested():
 		s.log.Info("shutting down on request; finishing the commands in flight")
 	}
@@ -221,8 +245,8 @@ func (s *Server) logStart(file string) {
 		dir = cfg.Dir
 	}
 	s.log.Info("bloomd starting", "version", bloomdVersion, "pid", os.Getpid(), "config", file)
-	for _, w := range cfg.ignored {
-		s.log.Warn("setting of Redis ignored", "setting", w)
+	for _, g := range cfg.ignoredByReason() {
+		s.log.Warn("settings of Redis ignored", "settings", g[1], "why", g[0])
 	}
 	s.log.Info("settings", "dir", dir, "appendonly", yesNo(cfg.AppendOnly), "appendfsync", cfg.AppendFsync.String(),
 		"save", persist.FormatSave(cfg.Save), "bind", strings.Join(cfg.Bind, " "), "port", cfg.Port, "tls-port", cfg.TLSPort,
@@ -240,14 +264,23 @@ func (s *Server) logStart(file string) {
 
 const checkAOFUsage = `Usage: bloomd check-aof [--fix] FILE
 
-Checks an append-only log of bloomd record by record. A torn last record (a crash in the middle
-of a write) is reported; bloomd drops it by itself when it starts. Damage anywhere else is
-reported with its byte offset and the number of records after it; with --fix the log is
-truncated at the last good record, and the records lost are counted. Stop bloomd first.
+Checks a data file of bloomd: an append-only log record by record, or a snapshot (dump.bdb)
+section by section, every checksum, size and filter header, as loading does. Stop bloomd first.
+
+A log: a torn last record (a crash in the middle of a write) is reported; bloomd drops it by
+itself when it starts. Damage anywhere else is reported with its byte offset and the number of
+records after it; with --fix the log is truncated at the last good record, the records lost are
+counted, and the bytes cut are kept beside it in FILE.removed-from-OFFSET.
+
+A snapshot: each damaged section is reported with its key, and the intact keys are counted;
+with --fix the snapshot is rewritten with every intact key (the logs after it still apply), and
+the damaged file is kept beside it as FILE.damaged. No existing file is ever overwritten: a
+name already taken gets .2, .3, ...
 
 Examples:
   bloomd check-aof appendonly.aof.3
   bloomd check-aof --fix appendonly.aof.3
+  bloomd check-aof --fix dump.bdb
 `
 
 // checkAOF is "bloomd check-aof [--fix] FILE".
@@ -266,7 +299,7 @@ func checkAOF(args []string, out io.Writer) error {
 		}
 	}
 	if len(files) != 1 {
-		fmt.Fprintf(out, "bloomd check-aof: want one log file\n\n%s", checkAOFUsage)
+		fmt.Fprintf(out, "bloomd check-aof: want one log or snapshot file\n\n%s", checkAOFUsage)
 		return ErrUsage
 	}
 	return persist.CheckLog(files[0], fix, out) // ErrDamagedLog: the report is printed

@@ -45,6 +45,7 @@ type Server struct {
 	maxmemory   atomic.Int64 // the configured limit, 0 if none
 	maxclients  atomic.Int64
 	timeout     atomic.Int64 // nanoseconds, 0 if none
+	keepalive   atomic.Int64 // tcp-keepalive, seconds
 	maxBulk     atomic.Int64
 	ceiling     ceiling         // the most the keyspace may hold, found at start (memory.go)
 	filters     filterconf.Live // defaults of new filters and the size limits (config_filters.go)
@@ -165,6 +166,7 @@ func (s *Server) applyConfig(c *Config) {
 	s.maxmemory.Store(c.MaxMemory)
 	s.maxclients.Store(int64(c.MaxClients))
 	s.timeout.Store(int64(c.Timeout) * int64(time.Second))
+	s.keepalive.Store(int64(c.TCPKeepAlive))
 	s.maxBulk.Store(c.ProtoMaxBulkLen)
 	s.level.Set(logLevels[c.LogLevel])
 	s.mstats.SlowLog.SetThreshold(c.SlowlogLogSlowerThan)
@@ -186,11 +188,10 @@ func (s *Server) Listen() error {
 	cfg := s.config()
 	var tlsConf *tls.Config
 	if cfg.TLSPort != 0 {
-		cert, err := tls.LoadX509KeyPair(cfg.TLSCertFile, cfg.TLSKeyFile)
-		if err != nil {
-			return fmt.Errorf("server: tls-cert-file/tls-key-file: %w", err)
+		var err error
+		if tlsConf, err = serverTLS(&cfg); err != nil {
+			return err
 		}
-		tlsConf = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
 	}
 	var lns []net.Listener
 	fail := func(err error) error {
@@ -364,10 +365,9 @@ func (s *Server) accept(nc net.Conn) {
 		}()
 		return
 	}
+	s.keepAlive(nc)
 	if tc, ok := nc.(*net.TCPConn); ok {
 		tc.SetNoDelay(true)
-		tc.SetKeepAlive(true)
-		tc.SetKeepAlivePeriod(300 * time.Second)
 		if len(s.loops) > 0 {
 			addr, laddr := tc.RemoteAddr().String(), tc.LocalAddr().String()
 			fd, err := adopt(tc)
