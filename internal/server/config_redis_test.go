@@ -42,10 +42,6 @@ func TestRedis70SettingsKnown(t *testing.T) {
 	names = append(names, readNames(t, "testdata/redis70/directives.txt")...)
 	directives := map[string]bool{"include": true, "user": true} // read by parseConfig itself
 	for _, n := range names {
-		if n == "bind-source-addr" && findParam(n) == nil {
-			t.Log("bind-source-addr is not in this build (the replica link's setting, with replication.go's)")
-			continue
-		}
 		_, only := isRedisOnly(n)
 		_, refused := isRefused(n)
 		if findParam(n) == nil && !only && !refused && !directives[n] {
