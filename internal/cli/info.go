@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -101,16 +102,25 @@ for scalable, counting and RedisBloom filters, and otherwise an estimate from th
 			if isRedisURL(args[0]) {
 				d.Format = "plain Redis string (" + params.String() + ")"
 			}
+			// The chart is drawn first, so that nothing is printed if it cannot be; what was
+			// written is said after the description (on stderr with --json, which keeps
+			// stdout one JSON object).
+			var said bytes.Buffer
 			if plotFile != "" {
-				if err := writePlot(plotFile, f.chart(args[0], d)); err != nil {
+				if err := writePlot(&said, plotFile, f.chart(args[0], d)); err != nil {
 					return err
 				}
 			}
 			if asJSON {
-				return writeJSON(e.stdout, d)
+				if err := writeJSON(e.stdout, d); err != nil {
+					return err
+				}
+				_, err := said.WriteTo(e.stderr)
+				return err
 			}
 			printDescription(e.stdout, d)
-			return nil
+			_, err := said.WriteTo(e.stdout)
+			return err
 		},
 	}
 	cmd.Flags().Var(&from, "from", fromHelp)
