@@ -102,6 +102,11 @@ func TestRootUsage(t *testing.T) {
 	if r.code != exitError || r.stdout != "" || !strings.Contains(r.stderr, "Usage:") {
 		t.Fatalf("bare bloom: status %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
 	}
+	for _, args := range [][]string{{"-h"}, {"--help"}, {"help"}, {"calc", "-h"}, {"help", "calc"}} {
+		if out := run(t, "", args...).ok(t); !strings.Contains(out, "Usage:") {
+			t.Errorf("%v: status 0 but no usage on stdout: %q", args, out)
+		}
+	}
 	if out := run(t, "", "--version").ok(t); out != "bloom "+version.String()+"\n" {
 		t.Fatalf("--version: %q", out)
 	}
