@@ -36,6 +36,9 @@ import (
 
 func main() {
 	if _, err := run(os.Args[1:], os.Stdout); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return // -h or -help: the flag package has printed the usage; asking is no error
+		}
 		log.Fatal(err)
 	}
 }
@@ -209,6 +212,7 @@ func measure(db *sql.DB, rows, attack, conc int, guarded bool, out io.Writer) (r
 		return result{}, fmt.Errorf("GET user-1: %d, %v", code, err)
 	}
 
+	ids := absentIDs(rows, attack)
 	queries.Store(0)
 	lat := make([]time.Duration, attack)
 	var next, notFound atomic.Int64
@@ -216,17 +220,15 @@ func measure(db *sql.DB, rows, attack, conc int, guarded bool, out io.Writer) (r
 	var errOnce sync.Once
 	var wg sync.WaitGroup
 	start := time.Now()
-	for c := range conc {
+	for range conc {
 		wg.Go(func() {
-			rng := rand.New(rand.NewPCG(uint64(c), 42)) // fixed seed: both runs ask the same kind of ids
 			for {
 				i := next.Add(1) - 1
 				if i >= int64(attack) {
 					return
 				}
-				id := fmt.Sprintf("user-%d", rows+rng.IntN(1<<30)) // never in the table
 				t := time.Now()
-				code, err := fetch(client, base+id)
+				code, err := fetch(client, base+ids[i])
 				lat[i] = time.Since(t)
 				if err != nil {
 					errOnce.Do(func() { firstErr = err })
@@ -253,6 +255,22 @@ func measure(db *sql.DB, rows, attack, conc int, guarded bool, out io.Writer) (r
 		p99:       lat[len(lat)*99/100],
 		perSecond: float64(attack) / elapsed.Seconds(),
 	}, nil
+}
+
+// absentIDs returns n distinct ids that are not in the table, drawn from a fixed seed: both
+// runs, and every run, ask for the same ids whichever client sends which, so the counts they
+// print are the same from run to run (only the timings differ).
+func absentIDs(rows, n int) []string {
+	rng := rand.New(rand.NewPCG(42, 42))
+	seen := make(map[int]bool, n)
+	ids := make([]string, 0, n)
+	for len(ids) < n {
+		if i := rows + rng.IntN(1<<30); !seen[i] {
+			seen[i] = true
+			ids = append(ids, fmt.Sprintf("user-%d", i))
+		}
+	}
+	return ids
 }
 
 func fetch(c *http.Client, url string) (int, error) {

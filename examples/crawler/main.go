@@ -10,7 +10,8 @@
 //
 // The site is served on a free loopback port; its host name is site.example, which the
 // crawler's HTTP transport dials to that port. The server counts the fetches of each page, which
-// is the ground truth the crawl is checked against.
+// is the ground truth the crawl is checked against. The counts printed are the same in every
+// run and with any number of workers (crawl says how); only the times differ.
 package main
 
 import (
@@ -40,6 +41,9 @@ import (
 
 func main() {
 	if _, err := run(os.Args[1:], os.Stdout); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return // -h or -help: the flag package has printed the usage; asking is no error
+		}
 		log.Fatal(err)
 	}
 }
@@ -88,7 +92,7 @@ func run(args []string, out io.Writer) ([]result, error) {
 			if err != nil {
 				return nil, err
 			}
-			seen = &exclusive{f: guard.InProcess(f)}
+			seen = guard.InProcess(f)
 		}
 		r, err := crawl(site, seen, *workers, norm)
 		site.close()
@@ -199,6 +203,13 @@ func spelling(rng *rand.Rand, i int) string {
 var hrefs = regexp.MustCompile(`href="([^"]*)"`)
 
 // crawl fetches the site from its first page with workers sharing the frontier and the filter.
+//
+// Workers fetch in parallel, but each queues the links it found only when every URL queued
+// before its own has had its links queued: the filter sees the URLs in the same order in every
+// run, whatever the timing, so its false positives (a new URL taken for one already queued)
+// and the counts printed are the same from run to run. The turn also makes the in-process
+// filter's Add a test-and-set: of two workers that find one URL, exactly one is told it is new
+// (bloom.Filter's Add alone reads the bits and sets them without a lock, and could tell both).
 func crawl(s *site, seen guard.Filter, workers int, normalise bool) (result, error) {
 	ctx := context.Background()
 	client := &http.Client{
@@ -212,61 +223,97 @@ func crawl(s *site, seen guard.Filter, workers int, normalise bool) (result, err
 		},
 	}
 	var (
-		frontier = make(chan string, 1<<20)
-		pending  sync.WaitGroup // URLs queued and not yet crawled
-		links    atomic.Int64
-		queued   atomic.Int64
-		firstErr error
-		errOnce  sync.Once
+		links, queued atomic.Int64
+		firstErr      error
+		mu            sync.Mutex
+		turn          = sync.NewCond(&mu)
+		frontier      []string // every URL queued, in order
+		taken         int      // frontier[:taken] have been handed to a worker
+		done          int      // frontier[:done] have had their links queued
 	)
-	enqueue := func(base *url.URL, ref string) {
-		links.Add(1)
-		key := ref
-		if normalise {
-			n, err := Normalize(base, ref)
-			if err != nil {
-				return
+	// enqueue adds the URLs found on a page, in the order found, to the filter and the
+	// frontier's end; it runs only in the turn of the page's URL.
+	enqueue := func(base *url.URL, refs []string) error {
+		for _, ref := range refs {
+			links.Add(1)
+			key := ref
+			if normalise {
+				n, err := Normalize(base, ref)
+				if err != nil {
+					continue
+				}
+				key = n
+			} else if base != nil {
+				u, err := base.Parse(ref) // resolved, but spelled as found
+				if err != nil {
+					continue
+				}
+				key = u.String()
 			}
-			key = n
-		} else if base != nil {
-			u, err := base.Parse(ref) // resolved, but spelled as found
-			if err != nil {
-				return
+			if !strings.Contains(strings.ToLower(key), "site.example") {
+				continue // another site
 			}
-			key = u.String()
+			isNew, err := seen.Add(ctx, []byte(key))
+			if err != nil {
+				return err
+			}
+			if isNew {
+				queued.Add(1)
+				mu.Lock()
+				frontier = append(frontier, key)
+				mu.Unlock()
+			}
 		}
-		if !strings.Contains(strings.ToLower(key), "site.example") {
-			return // another site
-		}
-		isNew, err := seen.Add(ctx, []byte(key))
-		if err != nil {
-			errOnce.Do(func() { firstErr = err })
-			return
-		}
-		if isNew {
-			queued.Add(1)
-			pending.Add(1)
-			frontier <- key
-		}
+		return nil
 	}
 	start := time.Now()
-	enqueue(nil, "http://site.example/page/0")
+	if err := enqueue(nil, []string{"http://site.example/page/0"}); err != nil {
+		return result{}, err
+	}
 	var wg sync.WaitGroup
 	for range workers {
 		wg.Go(func() {
-			for raw := range frontier {
+			for {
+				mu.Lock()
+				for taken == len(frontier) && done < len(frontier) && firstErr == nil {
+					turn.Wait() // nothing to take until a page in flight queues its links
+				}
+				if taken == len(frontier) || firstErr != nil {
+					mu.Unlock()
+					return // every page crawled, or an error stopped the crawl
+				}
+				i, raw := taken, frontier[taken]
+				taken++
+				mu.Unlock()
+
+				var refs []string // a page that cannot be fetched queues nothing
 				body, base, err := fetch(client, raw)
 				if err == nil {
 					for _, m := range hrefs.FindAllStringSubmatch(body, -1) {
-						enqueue(base, m[1])
+						refs = append(refs, m[1])
 					}
 				}
-				pending.Done()
+
+				mu.Lock()
+				for done != i && firstErr == nil {
+					turn.Wait() // the pages queued before this one queue their links first
+				}
+				stopped := firstErr != nil
+				mu.Unlock()
+				var qerr error
+				if !stopped {
+					qerr = enqueue(base, refs)
+				}
+				mu.Lock()
+				if qerr != nil && firstErr == nil {
+					firstErr = qerr
+				}
+				done++
+				turn.Broadcast()
+				mu.Unlock()
 			}
 		})
 	}
-	pending.Wait()
-	close(frontier)
 	wg.Wait()
 	if firstErr != nil {
 		return result{}, firstErr
@@ -294,27 +341,4 @@ func fetch(c *http.Client, raw string) (string, *url.URL, error) {
 	defer resp.Body.Close()
 	b, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 	return string(b), u, err
-}
-
-// exclusive makes an in-process filter's Add a test-and-set: of two workers that find one URL at
-// once, exactly one is told it is new. bloom.Filter's Add alone may tell both (it reads the bits
-// and sets them without a lock), which would queue the page twice. The lock covers one hash and k
-// bit operations. A redisfilter.Filter needs no lock: its Add is one atomic script on the server.
-type exclusive struct {
-	mu sync.Mutex
-	f  guard.Filter
-}
-
-func (e *exclusive) Add(ctx context.Context, key []byte) (bool, error) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return e.f.Add(ctx, key)
-}
-
-func (e *exclusive) Test(ctx context.Context, key []byte) (bool, error) { return e.f.Test(ctx, key) }
-
-func (e *exclusive) AddMany(ctx context.Context, keys [][]byte) ([]bool, error) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return e.f.AddMany(ctx, keys)
 }

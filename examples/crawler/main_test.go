@@ -8,6 +8,8 @@ import (
 	"github.com/bloomd/bloom/internal/redistest"
 )
 
+func TestMain(m *testing.M) { redistest.Main(m) }
+
 // TestNormalize: every spelling of one URL normalises to the same string; different pages stay
 // different.
 func TestNormalize(t *testing.T) {
@@ -83,6 +85,26 @@ func TestRun(t *testing.T) {
 	}
 	if raw.fetches < 3*norm.fetches {
 		t.Errorf("raw URLs made %d fetches, normalised %d; want many more without normalisation", raw.fetches, norm.fetches)
+	}
+}
+
+// TestRunRepeatable: the counts do not depend on the timing of the workers, nor on their number.
+func TestRunRepeatable(t *testing.T) {
+	var first []result
+	for _, workers := range []string{"1", "4"} {
+		var out strings.Builder
+		res, err := run([]string{"-pages", "100", "-workers", workers}, &out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range res {
+			res[i].elapsed = 0
+		}
+		if first == nil {
+			first = res
+		} else if res[0] != first[0] || res[1] != first[1] {
+			t.Errorf("-workers %s: %+v; the first run, with 1 worker: %+v", workers, res, first)
+		}
 	}
 }
 

@@ -4,13 +4,25 @@
 package main
 
 import (
+	"flag"
 	"fmt"
 	"log"
+	"os"
 
 	"github.com/bloomd/bloom"
 )
 
 func main() {
+	flag.Usage = func() {
+		fmt.Fprintf(flag.CommandLine.Output(), "Usage: quickstart\n\n"+
+			"Builds a Bloom filter for a million keys at p=0.01, tests a few keys and measures the\n"+
+			"false-positive rate on a million keys never added. It takes no arguments.\n")
+	}
+	flag.Parse() // -h and -help print the usage and exit 0
+	if flag.NArg() > 0 {
+		flag.Usage()
+		os.Exit(2)
+	}
 	const n, p = 1_000_000, 0.01
 	f, err := bloom.New(n, p)
 	if err != nil {

@@ -6,16 +6,18 @@ import (
 	"testing"
 )
 
+var small = []string{"-initial", "5000", "-batches", "5", "-batch", "500", "-checkers", "2", "-checks", "5", "-p", "0.01"}
+
 // TestRun runs the example small against bloomd in this process: every spam sender published
 // before a check is flagged, and good senders are flagged at about the configured rate.
 func TestRun(t *testing.T) {
 	var out strings.Builder
-	r, err := run([]string{"-initial", "5000", "-batches", "5", "-batch", "500", "-every", "20ms", "-checkers", "2", "-p", "0.01"}, &out)
+	r, err := run(small, &out)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Log("\n" + out.String())
-	if r.updates != 5 || r.checks == 0 || r.spamCaught == 0 {
+	if r.updates != 5 || r.checks != 2*6*5*100 || r.spamCaught == 0 {
 		t.Fatalf("result %+v", r)
 	}
 	if r.spamMissed != 0 {
@@ -27,5 +29,23 @@ func TestRun(t *testing.T) {
 	}
 	if _, err := run([]string{"-initial", "0"}, &out); err == nil {
 		t.Error("-initial 0 accepted")
+	}
+}
+
+// TestRunRepeatable: two runs count the same checks, catches and false positives, whatever the
+// timing of the checkers.
+func TestRunRepeatable(t *testing.T) {
+	var out strings.Builder
+	a, err := run(small, &out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := run(small, &out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.elapsed, b.elapsed = 0, 0
+	if a != b {
+		t.Errorf("two runs differ:\n%+v\n%+v", a, b)
 	}
 }

@@ -31,6 +31,9 @@ import (
 
 func main() {
 	if _, err := run(os.Args[1:], os.Stdout); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return // -h or -help: the flag package has printed the usage; asking is no error
+		}
 		log.Fatal(err)
 	}
 }

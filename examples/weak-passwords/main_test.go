@@ -7,13 +7,16 @@ import (
 	"testing"
 
 	"github.com/bloomd/bloom"
+	"github.com/bloomd/bloom/internal/skipped"
 )
 
 const dict = "/usr/share/dict/american-english"
 
+func TestMain(m *testing.M) { skipped.Main(m) }
+
 func needDict(t *testing.T) {
 	if _, err := os.Stat(dict); err != nil {
-		t.Skipf("%s is missing (Debian's wamerican, which .ci/run installs): %v", dict, err)
+		skipped.Missing(t, "wamerican", fmt.Sprintf("%s is missing (Debian's wamerican, which .ci/run installs): %v", dict, err))
 	}
 }
 

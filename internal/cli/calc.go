@@ -53,7 +53,8 @@ Counts take 1000000, 1_000_000, 1e6 or 1M (k, M, G, T: powers of 1000); rates ta
 				return err
 			}
 			if plotFile != "" {
-				return writePlot(plotFile, q.chart())
+				fmt.Fprintln(e.stdout)
+				return writePlot(e.stdout, plotFile, q.chart())
 			}
 			return nil
 		},

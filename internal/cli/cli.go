@@ -11,6 +11,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/bloomd/bloom/internal/version"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	"golang.org/x/term"
@@ -112,7 +113,7 @@ Exit status: 0 on success, 2 on error; bloom test exits 0 if any item may be pre
 			cmd.Help()
 			return exitStatus(exitError)
 		},
-		Version: version(),
+		Version: version.String(),
 	}
 	root.SetVersionTemplate("bloom {{.Version}}\n")
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
@@ -139,15 +140,6 @@ Exit status: 0 on success, 2 on error; bloom test exits 0 if any item may be pre
 		})
 	}
 	return root
-}
-
-// version is the module's version when the command was built with go install ...@version, and
-// "devel" when built from a checkout.
-func version() string {
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
-		return bi.Main.Version
-	}
-	return "devel"
 }
 
 // isTerminal reports whether w is a terminal.

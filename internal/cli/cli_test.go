@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/bloomd/bloom/internal/version"
 )
 
 // result is what one in-process run of the bloom command produced.
@@ -94,13 +96,18 @@ func TestUnknownCommandAndFlag(t *testing.T) {
 }
 
 // TestRootUsage: bare bloom is a usage error (usage on stderr, status 2); --version prints the
-// version on stdout.
+// version on stdout, the one internal/version gives bloomd too (cmd/bloomd's TestOneVersion).
 func TestRootUsage(t *testing.T) {
 	r := run(t, "")
 	if r.code != exitError || r.stdout != "" || !strings.Contains(r.stderr, "Usage:") {
 		t.Fatalf("bare bloom: status %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
 	}
-	if out := run(t, "", "--version").ok(t); !strings.HasPrefix(out, "bloom ") {
+	for _, args := range [][]string{{"-h"}, {"--help"}, {"help"}, {"calc", "-h"}, {"help", "calc"}} {
+		if out := run(t, "", args...).ok(t); !strings.Contains(out, "Usage:") {
+			t.Errorf("%v: status 0 but no usage on stdout: %q", args, out)
+		}
+	}
+	if out := run(t, "", "--version").ok(t); out != "bloom "+version.String()+"\n" {
 		t.Fatalf("--version: %q", out)
 	}
 }

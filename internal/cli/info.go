@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -8,6 +9,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/bloomd/bloom"
+	"github.com/bloomd/bloom/redisfilter"
 	"github.com/spf13/cobra"
 )
 
@@ -15,12 +17,20 @@ func newInfoCmd(e *env) *cobra.Command {
 	var from fileFormat
 	var asJSON bool
 	var plotFile string
+	var pf plainFlags
+	var rf remoteFlags
 	cmd := &cobra.Command{
 		Use:   "info FILE",
 		Short: "Describe a filter: format, sizes, fill and false-positive rate now",
 		Long: `info reads a filter file and prints its format, type, hashing scheme, size in bits, number
 of hash functions (k), capacity, count of items, fill ratio (the fraction of bits set) and
 the false-positive rate it has now, computed from the bits that are set.
+
+FILE may also be a key on a server, redis://[user:password@]host[:port]/KEY (rediss:// for
+TLS): for a Bloom or cuckoo filter of bloomd or of Redis with RedisBloom, info prints what
+BF.INFO or CF.INFO says, under their names; for a plain string of bits written with SETBIT,
+given its parameters (--m --k --scheme --bit-order, or --rule spring-helper -n -p), it reads
+the string and describes it as it describes a file.
 
 The capacity of a fixed-size filter is m·ln2/k, the count for which its k is the best
 choice: past it the false-positive rate climbs quickly. A scalable filter or RedisBloom chain
@@ -29,29 +39,95 @@ for scalable, counting and RedisBloom filters, and otherwise an estimate from th
 		Example: `  bloom info users.bloom
   bloom info --from guava users.guava
   bloom info --json seen.bfdump | jq .fpp
-  bloom info users.bloom --plot users.svg`,
+  bloom info users.bloom --plot users.svg
+  bloom info redis://localhost:6379/phones`,
 		Args: argsUsage(1, 1, "bloom info FILE"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			f, err := readFilter(args[0], from, e.stdin)
-			if err != nil {
-				return err
+			var f *filter
+			var params redisfilter.PlainParams
+			if isRedisURL(args[0]) || pf.given() {
+				if !isRedisURL(args[0]) {
+					return fmt.Errorf("--m, --k, --scheme, --bit-order and --rule describe a plain Redis key; give a redis:// URL instead of %s", quote(args[0]))
+				}
+				t, err := parseRedisURL(args[0])
+				if err != nil {
+					return err
+				}
+				if pf.given() {
+					if params, err = pf.params(); err != nil {
+						return err
+					}
+				}
+				ctx := cmd.Context()
+				c, err := rf.connect(ctx, t)
+				if err != nil {
+					return err
+				}
+				defer c.Close()
+				typ, err := keyType(ctx, c, t)
+				if err != nil {
+					return err
+				}
+				switch {
+				case typ != "string" && pf.given():
+					return plainOnly(t, typ)
+				case typ != "string":
+					if plotFile != "" {
+						return fmt.Errorf("--plot draws a filter from its bits, which BF.INFO and CF.INFO do not give; bloom pull %s to a file and draw that", t.display)
+					}
+					mi, err := moduleInfoOf(ctx, c, t, typ)
+					if err != nil {
+						return err
+					}
+					if asJSON {
+						return mi.writeJSON(e.stdout, t)
+					}
+					mi.print(e.stdout, t)
+					return nil
+				case !pf.given():
+					return needPlainFlags(t, "to describe")
+				}
+				snap, err := pullPlain(ctx, c, t, params)
+				if err != nil {
+					return err
+				}
+				f = &filter{native: snap, format: formatNative}
+			} else {
+				var err error
+				if f, err = readFilter(args[0], from, e.stdin); err != nil {
+					return err
+				}
 			}
 			d := f.describe()
+			if isRedisURL(args[0]) {
+				d.Format = "plain Redis string (" + params.String() + ")"
+			}
+			// The chart is drawn first, so that nothing is printed if it cannot be; what was
+			// written is said after the description (on stderr with --json, which keeps
+			// stdout one JSON object).
+			var said bytes.Buffer
 			if plotFile != "" {
-				if err := writePlot(plotFile, f.chart(args[0], d)); err != nil {
+				if err := writePlot(&said, plotFile, f.chart(args[0], d)); err != nil {
 					return err
 				}
 			}
 			if asJSON {
-				return writeJSON(e.stdout, d)
+				if err := writeJSON(e.stdout, d); err != nil {
+					return err
+				}
+				_, err := said.WriteTo(e.stderr)
+				return err
 			}
 			printDescription(e.stdout, d)
-			return nil
+			_, err := said.WriteTo(e.stdout)
+			return err
 		},
 	}
 	cmd.Flags().Var(&from, "from", fromHelp)
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object (bits, bytes and counts as numbers)")
 	cmd.Flags().StringVar(&plotFile, "plot", "", plotHelp)
+	pf.register(cmd)
+	rf.registerConn(cmd)
 	return cmd
 }
 

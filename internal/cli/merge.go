@@ -21,7 +21,9 @@ func newMergeCmd(e *env) *cobra.Command {
 bitwise OR of their bits. The inputs must be of one type, size, number of hash functions and
 hashing scheme, as filters built with the same -n, -p and options are; anything else is
 refused. Scalable filters and RedisBloom chains merge link by link, and the longer chain's
-extra links are kept.
+extra links are kept. A RedisBloom dump of one sub-filter merges with a native classic filter
+hashed with redisbloom64; other native filters hash differently from RedisBloom and never
+merge with its dumps.
 
 The output has the format of the first input unless --to says otherwise. Counting filters
 cannot be merged (adding counters is not what the library offers).`,
@@ -74,7 +76,26 @@ cannot be merged (adding counters is not what the library offers).`,
 // file and nothing else holds it.
 func (f *filter) union(g *filter) error {
 	if (f.chain != nil) != (g.chain != nil) {
-		return fmt.Errorf("one is a RedisBloom chain and the other a native %s filter; convert them to one format first (bloom convert)", kindOf(f, g))
+		// A classic filter hashed as RedisBloom hashes has the bits of a one-link chain: the
+		// chain becomes a native filter and the two merge as native filters. Any other native
+		// filter sets other bits for the same item than a chain does, so no conversion can
+		// make the two merge.
+		native, chain := f, g
+		if f.chain != nil {
+			native, chain = g, f
+		}
+		const never = "an item sets different bits in each, so they can never be merged, in any format; build both from the items the same way (bloom build --format redisbloom)"
+		switch cf, ok := native.native.(*bloom.Filter); {
+		case !ok:
+			return fmt.Errorf("one is a RedisBloom chain and the other a native %s filter, which sizes and hashes its bits its own way: %s", native.native.Info().Kind, never)
+		case cf.Scheme() != bloom.RedisBloom64:
+			return fmt.Errorf("one is a RedisBloom chain, hashed with MurmurHash64A (redisbloom64), and the other a native classic filter hashed with %s: %s", cf.Scheme(), never)
+		}
+		nf, err := chain.toNative()
+		if err != nil {
+			return err
+		}
+		chain.native, chain.chain = nf, nil
 	}
 	if f.chain != nil {
 		c, err := unionChains(f.chain, g.chain)
@@ -103,13 +124,6 @@ func (f *filter) union(g *filter) error {
 		return fmt.Errorf("%v; merge only filters built with the same -n, -p, --type and --scheme", err)
 	}
 	return nil
-}
-
-func kindOf(f, g *filter) string {
-	if f.native != nil {
-		return f.native.Info().Kind
-	}
-	return g.native.Info().Kind
 }
 
 // unionChains returns the union of two RedisBloom chains whose common links have the same

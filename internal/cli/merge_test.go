@@ -61,6 +61,22 @@ func TestMergeScalable(t *testing.T) {
 	}
 }
 
+// A native classic filter hashed as RedisBloom hashes is a one-link chain: it merges with a
+// RedisBloom dump of the same size, in either order, into the first input's format.
+func TestMergeNativeRedisBloom64WithChain(t *testing.T) {
+	a, b, native := tempPath(t, "a.rb"), tempPath(t, "b.rb"), tempPath(t, "a.bloom")
+	run(t, numbers(1, 500), "build", "--format", "redisbloom", "-n", "1000", "-o", a).ok(t)
+	run(t, numbers(501, 1000), "build", "--format", "redisbloom", "-n", "1000", "-o", b).ok(t)
+	run(t, "", "convert", a, native, "--to", "native").ok(t)
+	for _, order := range [][2]string{{native, b}, {b, native}} {
+		m := tempPath(t, "m")
+		run(t, "", "merge", order[0], order[1], "-o", m).ok(t)
+		if got := run(t, numbers(1, 1000), "test", m).ok(t); got != strings.Repeat("maybe\n", 1000) {
+			t.Errorf("merge %v: the merged filter misses items", order)
+		}
+	}
+}
+
 func TestMergeRefusesIncompatible(t *testing.T) {
 	f := func(args ...string) string {
 		p := tempPath(t, "f")
@@ -72,7 +88,14 @@ func TestMergeRefusesIncompatible(t *testing.T) {
 	run(t, "", "merge", small, big, "-o", out).fails(t, "cannot merge", "incompatible", "same -n, -p")
 	run(t, "", "merge", small, f("-n", "100", "--type", "blocked"), "-o", out).fails(t, "blocked filter and the first a classic one")
 	run(t, "", "merge", f("-n", "100", "--type", "counting"), f("-n", "100", "--type", "counting"), "-o", out).fails(t, "counting filters cannot be merged")
-	run(t, "", "merge", small, f("-n", "100", "--format", "redisbloom"), "-o", out).fails(t, "RedisBloom chain", "bloom convert")
+	// A native filter hashed otherwise than RedisBloom's can never merge with a chain: the
+	// message says so rather than suggest a conversion.
+	for _, native := range []string{small, f("-n", "100", "--type", "scalable")} {
+		r := run(t, "", "merge", native, f("-n", "100", "--format", "redisbloom"), "-o", out)
+		if r.fails(t, "RedisBloom chain", "can never be merged"); strings.Contains(r.stderr, "convert") {
+			t.Errorf("merge advises a conversion: %s", r.stderr)
+		}
+	}
 	run(t, "", "merge", f("-n", "100", "--format", "redisbloom"), f("-n", "200", "--format", "redisbloom"), "-o", out).fails(t, "sub-filter 0 differs")
 	run(t, "", "merge", f("-n", "100", "--format", "redisbloom", "--type", "scalable"), f("-n", "100", "--format", "redisbloom"), "-o", out).fails(t, "differ in growth")
 	run(t, "", "merge", small, "-o", out).fails(t, "missing arguments")

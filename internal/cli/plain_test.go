@@ -94,7 +94,7 @@ func TestPlainKey(t *testing.T) {
 	run(t, "a\n", append([]string{"test", url}, small...)...).fails(t, "more than the 125")
 	run(t, "", append([]string{"pull", "redis://" + srv.Addr + "/missing", tempPath(t, "x")}, rule...)...).fails(t, "does not exist")
 	c.RPush(ctx, "alist", "x")
-	run(t, "a\n", append([]string{"test", "redis://" + srv.Addr + "/alist"}, rule...)...).fails(t, "another type")
+	run(t, "a\n", append([]string{"test", "redis://" + srv.Addr + "/alist"}, rule...)...).fails(t, "holds a Redis list, not a filter")
 	run(t, "a\n", "test", url).fails(t, "parameters must be given")
 	run(t, "a\n", append([]string{"test", file}, rule...)...).fails(t, "give a redis:// URL")
 	run(t, "", append([]string{"pull", url, tempPath(t, "x"), "--to", "guava"}, rule...)...).fails(t, "not a whole number of 64-bit words")

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,13 +15,14 @@ import (
 // plotHelp is the --plot flag's help, shared by calc and info.
 const plotHelp = "also draw the false-positive rate as items grow to this file, as SVG (.svg) or PNG (.png)"
 
-// writePlot writes chart to path as SVG or PNG, as its extension says.
-func writePlot(path string, chart *plot.Chart) error {
-	write := chart.WriteSVG
+// writePlot writes chart to path as SVG or PNG, as its extension says, and says on w what it
+// wrote.
+func writePlot(w io.Writer, path string, chart *plot.Chart) error {
+	write, kind := chart.WriteSVG, "SVG"
 	switch ext := strings.ToLower(filepath.Ext(path)); ext {
 	case ".svg":
 	case ".png":
-		write = chart.WritePNG
+		write, kind = chart.WritePNG, "PNG"
 	default:
 		return fmt.Errorf("--plot %s: bloom draws SVG or PNG; give a file name ending in .svg or .png", quote(path))
 	}
@@ -32,7 +34,20 @@ func writePlot(path string, chart *plot.Chart) error {
 		f.Close()
 		return fmt.Errorf("--plot: %w", err)
 	}
-	return f.Close()
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("--plot: %w", err)
+	}
+	width, height := plot.Size()
+	said := fmt.Sprintf("wrote %s: %s chart, %d×%d pixels: false-positive rate against items, 0 to %s; curves: %s",
+		path, kind, width, height, plot.Count(chart.MaxItems), strings.Join(chart.Legend(), ", "))
+	if chart.Target > 0 {
+		said += "; target " + plot.Rate(chart.Target)
+	}
+	for _, p := range chart.Points {
+		said += "; marked: " + p.Label
+	}
+	_, err = fmt.Fprintln(w, said)
+	return err
 }
 
 // calcChart draws what calc prints: every rule's curve for -n -p, or the given size's.
@@ -77,7 +92,7 @@ func (f *filter) chart(name string, d description) *plot.Chart {
 			m, k, _, err := bloom.RedisBloomSize(capacity, p)
 			return m, k, err == nil
 		})
-		c.Curves = []plot.Curve{{Name: "false-positive rate", FPP: func(x float64) float64 { return metrics.FPPAt(links, x) }}}
+		c.Curves = []plot.Curve{{Name: d.Kind, FPP: func(x float64) float64 { return metrics.FPPAt(links, x) }}}
 		c.Starts = metrics.Starts(links)
 	} else {
 		m, k, z := d.Bits, d.K, d.Sectors

@@ -42,6 +42,9 @@ func TestCalcPlot(t *testing.T) {
 	if !strings.Contains(printed, group(m)) {
 		t.Errorf("calc --plot no longer prints the sizing:\n%s", printed)
 	}
+	if want := "wrote " + out + ": SVG chart, 720×400 pixels: false-positive rate against items, 0 to 4M; curves: guava and redisbloom (the same curve), blocked; target 1%\n"; !strings.HasSuffix(printed, "\n"+want) {
+		t.Errorf("calc --plot does not say what it wrote (%q):\n%s", want, printed)
+	}
 	names, points := svgCurves(t, out)
 	if strings.Join(names, ",") != "guava,redisbloom,blocked" || points != 201 {
 		t.Errorf("curves %v with %d points", names, points)
@@ -69,7 +72,16 @@ func TestInfoPlot(t *testing.T) {
 	file := filepath.Join(dir, "s.bloom")
 	run(t, "0\n1\n2\n3\n4\n5\n6\n7\n8\n9\n", "build", "--type", "scalable", "-n", "4", "-o", file).ok(t)
 	out := filepath.Join(dir, "s.svg")
-	run(t, "", "info", file, "--plot", out).ok(t)
+	if printed := run(t, "", "info", file, "--plot", out).ok(t); !strings.Contains(printed, "fpp now:") ||
+		!strings.Contains(printed, "\nwrote "+out+": SVG chart, 720×400 pixels: false-positive rate against items, 0 to ") ||
+		!strings.Contains(printed, "; marked: now: 10 items, ") {
+		t.Errorf("info --plot does not say what it wrote after the description:\n%s", printed)
+	}
+	// With --json, stdout stays one JSON object and the note goes to stderr.
+	r := run(t, "", "info", "--json", file, "--plot", out)
+	if r.ok(t); !strings.HasPrefix(r.stdout, "{") || !strings.HasPrefix(r.stderr, "wrote "+out) {
+		t.Errorf("info --json --plot: stdout %q, stderr %q", r.stdout, r.stderr)
+	}
 	names, points := svgCurves(t, out)
 	if len(names) != 1 || points != 201 {
 		t.Errorf("info --plot: curves %v, %d points", names, points)

@@ -24,17 +24,19 @@ func newTestCmd(e *env) *cobra.Command {
 added, or is a false positive) and "no" if it certainly is not. The items are the arguments
 after FILE or, when there are none, the lines of standard input.
 
-FILE may also be a plain Redis key, redis://[user:password@]host[:port]/KEY (rediss:// for
-TLS), a string of bits written with SETBIT (as Java services keep with the Spring
-BloomFilterHelper), given its parameters: --m --k --scheme --bit-order, or --rule
-spring-helper -n -p. Items are then tested on the server, a batch per round trip, and nothing
-is written.
+FILE may also be a key on a server, redis://[user:password@]host[:port]/KEY (rediss:// for
+TLS): a Bloom or cuckoo filter of bloomd or of Redis with RedisBloom (BF.*, CF.*), tested with
+BF.MEXISTS or CF.MEXISTS, or a plain string of bits written with SETBIT (as Java services keep
+with the Spring BloomFilterHelper), given its parameters: --m --k --scheme --bit-order, or
+--rule spring-helper -n -p. Items are tested on the server, a batch per round trip, and
+nothing is written.
 
 Exit status, as grep's: 0 if any item may be present, 1 if none is, 2 on an error.`,
 		Example: `  bloom test users.bloom alice@example.com bob@example.com
   bloom test -q users.bloom alice@example.com && echo "probably a user"
   cut -f1 calls.tsv | bloom test --keys int64 phones.bloom | paste - calls.tsv
   bloom test --from guava users.guava carol@example.com
+  bloom test redis://localhost:6379/phones +15550000042
   bloom test redis://localhost/bloom:users alice@example.com --rule spring-helper -n 1000000 -p 0.01`,
 		Args: argsUsage(1, -1, "bloom test FILE [ITEM...]"),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -50,12 +52,11 @@ Exit status, as grep's: 0 if any item may be present, 1 if none is, 2 on an erro
 				if err != nil {
 					return err
 				}
-				if !pf.given() {
-					return fmt.Errorf("bloom test reads a Redis key only as a plain string of bits, whose parameters must be given: --m --k --scheme --bit-order, or --rule spring-helper -n N -p P")
-				}
-				params, err := pf.params()
-				if err != nil {
-					return err
+				var params redisfilter.PlainParams
+				if pf.given() {
+					if params, err = pf.params(); err != nil {
+						return err
+					}
 				}
 				ctx := cmd.Context()
 				c, err := rf.connect(ctx, t)
@@ -63,16 +64,29 @@ Exit status, as grep's: 0 if any item may be present, 1 if none is, 2 on an erro
 					return err
 				}
 				defer c.Close()
-				rfl, err := redisfilter.OpenPlain(ctx, c, t.key, params, nil)
+				typ, err := keyType(ctx, c, t)
 				if err != nil {
-					return plainError(t, params, err)
+					return err
 				}
-				testMany = func(dst []bool, keys [][]byte) ([]bool, error) {
-					res, err := rfl.TestMany(ctx, keys)
+				switch {
+				case typ != "string" && pf.given():
+					return plainOnly(t, typ)
+				case typ != "string":
+					testMany = moduleTest(ctx, c, t, typ)
+				case !pf.given():
+					return needPlainFlags(t, "to test items in")
+				default:
+					rfl, err := redisfilter.OpenPlain(ctx, c, t.key, params, nil)
 					if err != nil {
-						return dst, plainError(t, params, err)
+						return plainError(t, params, err)
 					}
-					return append(dst, res...), nil
+					testMany = func(dst []bool, keys [][]byte) ([]bool, error) {
+						res, err := rfl.TestMany(ctx, keys)
+						if err != nil {
+							return dst, plainError(t, params, err)
+						}
+						return append(dst, res...), nil
+					}
 				}
 			} else {
 				f, err := readFilter(args[0], from, e.stdin)

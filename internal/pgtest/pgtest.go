@@ -20,6 +20,8 @@ import (
 	"time"
 
 	_ "github.com/jackc/pgx/v5/stdlib" // the "pgx" database/sql driver
+
+	"github.com/bloomd/bloom/internal/skipped"
 )
 
 // RequireEnv is the environment variable that turns a missing PostgreSQL into a test failure.
@@ -68,7 +70,7 @@ func Require(tb testing.TB) {
 		if os.Getenv(RequireEnv) == "1" {
 			tb.Fatalf("%v, and %s=1", err, RequireEnv)
 		}
-		tb.Skipf("%v; skipping (set %s=1 to make this a failure)", err, RequireEnv)
+		skipped.Missing(tb, "postgres", fmt.Sprintf("%v; skipping (set %s=1 to make this a failure)", err, RequireEnv))
 	}
 }
 

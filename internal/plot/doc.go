@@ -7,5 +7,10 @@
 // x axis is linear in items. The output is self-contained SVG 1.1 with no scripts and no
 // outside references; each curve is one <polyline class="curve"> whose data-name attribute
 // names it, and each marker a <circle> whose class says what it marks. The PNG (WritePNG) draws
-// the same chart, pixel for pixel in the same geometry, without the text.
+// the same chart, pixel for pixel in the same geometry, with the same text in the Go fonts, so
+// that it stands on its own (TestWritePNGText).
+//
+// Curves that coincide (within half a pixel everywhere, as Guava's and RedisBloom's sizings do
+// when they give the same m and k) share one legend entry that names them all, and one colour,
+// rather than one hiding under the other while the legend names both (TestCoincidingCurves).
 package plot

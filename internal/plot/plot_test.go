@@ -49,3 +49,37 @@ func TestCrossing(t *testing.T) {
 		t.Errorf("Crossing beyond the range = %v", x)
 	}
 }
+
+// TestCoincidingCurves: curves drawn within half a pixel of each other share one legend entry
+// that names them all, and one colour; others keep their own.
+func TestCoincidingCurves(t *testing.T) {
+	a := func(n float64) float64 { return math.Pow(n/1000, 3) }
+	b := func(n float64) float64 { return math.Pow(n/1000, 3) * (1 + 1e-9) }
+	other := func(n float64) float64 { return math.Pow(n/2000, 2) }
+	c := Chart{MaxItems: 1000, Curves: []Curve{{Name: "guava", FPP: a}, {Name: "redisbloom", FPP: b}, {Name: "blocked", FPP: other}}}
+	fr, err := c.frame()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var legend []string
+	for _, l := range fr.labels {
+		if l.swatch {
+			legend = append(legend, l.text)
+		}
+	}
+	if strings.Join(legend, "|") != "guava and redisbloom (the same curve)|blocked" {
+		t.Errorf("legend %q", legend)
+	}
+	if fr.colors[0] != fr.colors[1] || fr.colors[2] == fr.colors[0] || !fr.drawn[0] || fr.drawn[1] || !fr.drawn[2] {
+		t.Errorf("colours %v, drawn %v", fr.colors, fr.drawn)
+	}
+	var svg strings.Builder
+	if err := c.WriteSVG(&svg); err != nil {
+		t.Fatal(err)
+	}
+	// The SVG keeps a polyline per curve (the page counts them), in the shared colour.
+	if n := strings.Count(svg.String(), `<polyline class="curve"`); n != 3 ||
+		!strings.Contains(svg.String(), ">guava and redisbloom (the same curve)</text>") {
+		t.Errorf("SVG has %d curves, or lacks the shared legend entry:\n%s", n, svg.String())
+	}
+}

@@ -7,15 +7,23 @@ import (
 	"image/png"
 	"io"
 	"math"
+	"sync"
+
+	"golang.org/x/image/font"
+	"golang.org/x/image/font/gofont/goregular"
+	"golang.org/x/image/font/opentype"
+	"golang.org/x/image/math/fixed"
 )
 
 // WritePNG draws the chart as a PNG of the SVG's size (720×400 pixels): the same axes, decade
-// grid and x ticks, sub-filter starts, target line, curves in the same colours and the points
-// as black discs. It has no text; the SVG carries the labels. It fails only if w does, or if the
-// chart has no x range.
+// grid and ticks, sub-filter starts, target line, curves in the same colours, the points as
+// black discs, and the same text (title, tick values, axis names, legend, labels) in the Go
+// fonts (golang.org/x/image/font/gofont), so the picture stands on its own. It fails only if w
+// does, or if the chart has no x range.
 //
-// The rasterizer is hand-written on image/draw: a chart of lines and discs needs only a round
-// pen, and the module's dependencies have no drawing or font library (text would need one).
+// The lines and discs are drawn by hand on image/draw: a chart needs only a round pen. Text is
+// laid out by golang.org/x/image's OpenType rasterizer, which no hand-written code should try
+// to match.
 func (c *Chart) WritePNG(w io.Writer) error {
 	fr, err := c.frame()
 	if err != nil {
@@ -41,10 +49,13 @@ func (c *Chart) WritePNG(w io.Writer) error {
 	}
 	if c.Target > 0 {
 		yy := fr.y(c.Target)
-		line(img, left, yy, width-right, yy, 0.5, hex(palette[2]), 6)
+		line(img, left, yy, width-right, yy, 0.5, hex(targetColor), 6)
 	}
 	for i := range c.Curves {
-		col := hex(palette[i%len(palette)])
+		if !fr.drawn[i] {
+			continue // it coincides with an earlier curve, which the legend names it with
+		}
+		col := hex(fr.colors[i])
 		ys := fr.sampled[i]
 		for j := 1; j < len(ys); j++ {
 			x0, x1 := fr.x(c.MaxItems*float64(j-1)/samples), fr.x(c.MaxItems*float64(j)/samples)
@@ -54,7 +65,80 @@ func (c *Chart) WritePNG(w io.Writer) error {
 	for _, p := range c.Points {
 		disc(img, fr.x(p.Items), fr.y(p.FPP), 5, black)
 	}
+	for _, l := range fr.labels {
+		x := l.x
+		if l.swatch {
+			line(img, l.x, l.y-4, l.x+swatchWidth, l.y-4, 1, hex(l.color), 0)
+			x += swatchWidth + 6
+		}
+		drawText(img, x, l.y, l)
+	}
 	return png.Encode(w, img)
+}
+
+// goRegular is the Go font, parsed once.
+var goRegular = sync.OnceValue(func() *opentype.Font {
+	f, err := opentype.Parse(goregular.TTF)
+	if err != nil {
+		panic(err) // the font is compiled in; it always parses
+	}
+	return f
+})
+
+// faces holds a face per text size, made once.
+var faces sync.Map // float64 -> font.Face
+
+func face(size float64) font.Face {
+	if f, ok := faces.Load(size); ok {
+		return f.(font.Face)
+	}
+	// 72 dots per inch: a point is a pixel, as in SVG user units.
+	f, err := opentype.NewFace(goRegular(), &opentype.FaceOptions{Size: size, DPI: 72, Hinting: font.HintingFull})
+	if err != nil {
+		panic(err) // only a size of 0 or less fails
+	}
+	f2, _ := faces.LoadOrStore(size, f)
+	return f2.(font.Face)
+}
+
+// drawText draws l's text with its baseline's start, middle or end at (x, y), or, rotated,
+// reading upwards with its baseline's anchor at (x, y).
+func drawText(img *image.RGBA, x, y float64, l label) {
+	fc := face(l.size)
+	adv := font.MeasureString(fc, l.text)
+	w := float64(adv) / 64
+	shift := 0.0
+	switch l.anchor {
+	case "middle":
+		shift = w / 2
+	case "end":
+		shift = w
+	}
+	src := image.NewUniform(hex(l.color))
+	if !l.rotate {
+		d := font.Drawer{Dst: img, Src: src, Face: fc, Dot: fixed.P(int(math.Round(x-shift)), int(math.Round(y)))}
+		d.DrawString(l.text)
+		return
+	}
+	// Rotated: draw the text level into a mask, turn the mask, and paint through it.
+	m := fc.Metrics()
+	ascent, descent := m.Ascent.Ceil(), m.Descent.Ceil()
+	tw := adv.Ceil() + 1
+	level := image.NewAlpha(image.Rect(0, 0, tw, ascent+descent))
+	d := font.Drawer{Dst: level, Src: image.Opaque, Face: fc, Dot: fixed.P(0, ascent)}
+	d.DrawString(l.text)
+	// Turned 90° counter-clockwise: level's (px, py) goes to (py, tw-1-px).
+	turned := image.NewAlpha(image.Rect(0, 0, ascent+descent, tw))
+	for py := 0; py < ascent+descent; py++ {
+		for px := 0; px < tw; px++ {
+			turned.SetAlpha(py, tw-1-px, level.AlphaAt(px, py))
+		}
+	}
+	// The baseline runs upwards at x; the text starts shift pixels below y.
+	x0 := int(math.Round(x)) - ascent
+	y0 := int(math.Round(y+shift)) - tw
+	r := image.Rect(x0, y0, x0+ascent+descent, y0+tw)
+	draw.DrawMask(img, r, src, image.Point{}, turned, image.Point{}, draw.Over)
 }
 
 // line strokes the segment from (x0, y0) to (x1, y1) with a round pen of radius r; dash > 0

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/bloomd/bloom/internal/redistest"
+	"github.com/bloomd/bloom/internal/skipped"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -26,7 +27,7 @@ func needSentinel(t *testing.T) {
 		if os.Getenv(requireSentinel) == "1" {
 			t.Fatalf("redis-sentinel is not installed, and %s=1 requires it (apt-get install redis-sentinel)", requireSentinel)
 		}
-		t.Skipf("redis-sentinel is not installed; skipping (set %s=1 to make this a failure)", requireSentinel)
+		skipped.Missing(t, "redis-sentinel", fmt.Sprintf("redis-sentinel is not installed; skipping (set %s=1 to make this a failure)", requireSentinel))
 	}
 }
 

@@ -12,10 +12,8 @@ import (
 	"time"
 
 	"github.com/bloomd/bloom/internal/procmem"
+	"github.com/bloomd/bloom/internal/version"
 )
-
-// bloomdVersion is bloomd's own version, reported in INFO server.
-const bloomdVersion = "0.1.0"
 
 // An InfoProvider adds fields to a section of INFO. A Journal that implements it reports the
 // persistence section (Redis's aof_* and rdb_* fields).
@@ -80,7 +78,7 @@ func (s *Server) appendInfo(b []byte, sec string, c *Conn) []byte {
 	case "server":
 		b = append(b, "# Server\r\n"...)
 		b = field(b, "redis_version", redisVersion)
-		b = field(b, "bloomd_version", bloomdVersion)
+		b = field(b, "bloomd_version", version.String())
 		b = field(b, "redis_mode", "standalone")
 		b = field(b, "os", runtime.GOOS+" "+runtime.GOARCH)
 		b = field(b, "arch_bits", strconv.IntSize)

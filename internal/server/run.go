@@ -13,6 +13,7 @@ import (
 	"github.com/bloomd/bloom/internal/debugport"
 	"github.com/bloomd/bloom/internal/persist"
 	"github.com/bloomd/bloom/internal/protected"
+	"github.com/bloomd/bloom/internal/version"
 )
 
 // ErrUsage reports a command line that bloomd cannot run with; Run has printed why.
@@ -111,7 +112,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			fmt.Fprint(stdout, usage)
 			return nil
 		case "-v", "--version", "-version", "version":
-			fmt.Fprintf(stdout, "bloomd v=%s redis=%s bf=%d\n", bloomdVersion, redisVersion, bfModuleVer)
+			fmt.Fprintf(stdout, "bloomd v=%s redis=%s bf=%d\n", version.String(), redisVersion, bfModuleVer)
 			return nil
 		}
 	}
@@ -244,7 +245,7 @@ func (s *Server) logStart(file string) {
 	if err != nil {
 		dir = cfg.Dir
 	}
-	s.log.Info("bloomd starting", "version", bloomdVersion, "pid", os.Getpid(), "config", file)
+	s.log.Info("bloomd starting", "version", version.String(), "pid", os.Getpid(), "config", file)
 	for _, g := range cfg.ignoredByReason() {
 		s.log.Warn("settings of Redis ignored", "settings", g[1], "why", g[0])
 	}

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/bloomd/bloom/internal/redistest"
+	"github.com/bloomd/bloom/internal/skipped"
 )
 
 // Tests that run the tools Redis operators use (prometheus-redis-exporter, redis-cli's
@@ -29,7 +30,7 @@ func needExporter(t *testing.T) string {
 		if os.Getenv("BLOOM_REQUIRE_EXPORTER") == "1" {
 			t.Fatal("prometheus-redis-exporter is not installed, and BLOOM_REQUIRE_EXPORTER=1 requires it (apt-get install prometheus-redis-exporter)")
 		}
-		t.Skip("prometheus-redis-exporter is not installed; skipping (set BLOOM_REQUIRE_EXPORTER=1 to make this a failure)")
+		skipped.Missing(t, "prometheus-redis-exporter", "prometheus-redis-exporter is not installed; skipping (set BLOOM_REQUIRE_EXPORTER=1 to make this a failure)")
 	}
 	return p
 }

@@ -1,6 +1,7 @@
 package skipped
 
 import (
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -87,10 +88,25 @@ func packagePath() string {
 	return strings.TrimSuffix(os.Args[0], ".test")
 }
 
-// output is the terminal if there is one, else standard output.
+// output is where the summary line is seen (see the package doc): standard output when go test
+// shows it (-v, -json), else the go command's own output, else the terminal, else standard
+// output.
 func output() (io.Writer, func()) {
+	if shown() {
+		return os.Stdout, func() {}
+	}
+	if f := goCommandOutput(); f != nil {
+		return f, func() { f.Close() }
+	}
 	if tty, err := os.OpenFile("/dev/tty", os.O_WRONLY, 0); err == nil {
 		return tty, func() { tty.Close() }
 	}
 	return os.Stdout, func() {}
+}
+
+// shown reports whether go test shows this test binary's output even when its tests pass: with
+// -v its output is printed, and with -json it becomes the package's output events.
+func shown() bool {
+	f := flag.Lookup("test.v")
+	return f != nil && f.Value.String() != "false"
 }
