@@ -1,6 +1,7 @@
 package acl
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -404,4 +405,38 @@ func FuzzParseFile(f *testing.F) {
 			t.Fatal("no default user")
 		}
 	})
+}
+
+// TestRedact: an error quoting a password or hash rule hides it; the others, and ACL SETUSER's
+// own text, are Redis's.
+func TestRedact(t *testing.T) {
+	tab := testTable()
+	for _, tc := range []struct {
+		rules []string
+		want  string
+	}{
+		{[]string{"on", ">pw", "<secret"}, "Error in ACL SETUSER modifier '(redacted)': The password you are trying to remove from the user does not exist"},
+		{[]string{"#secret"}, "Error in ACL SETUSER modifier '(redacted)': The password hash must be exactly 64 characters and contain only lowercase hexadecimal characters"},
+		{[]string{"!secret"}, "Error in ACL SETUSER modifier '(redacted)': The password hash must be exactly 64 characters and contain only lowercase hexadecimal characters"},
+		{[]string{"(>secret", "~x"}, "Unmatched parenthesis in acl selector starting at '(redacted)'."},
+		{[]string{"bogus"}, "Error in ACL SETUSER modifier 'bogus': Syntax error"},
+	} {
+		_, err := tab.NewUser("u", tc.rules)
+		if err == nil {
+			t.Fatalf("%q accepted", tc.rules)
+		}
+		red := Redact(err)
+		if red.Error() != tc.want {
+			t.Errorf("Redact(%q) = %q, want %q", err, red, tc.want)
+		}
+		if !errors.Is(red, err) {
+			t.Errorf("Redact(%q) does not wrap it", err)
+		}
+		if strings.Contains(tc.want, "(redacted)") && !strings.Contains(err.Error(), "secret") {
+			t.Errorf("the error itself (ACL SETUSER's reply, Redis's text) changed: %q", err)
+		}
+	}
+	if Redact(nil) != nil {
+		t.Error("Redact(nil) != nil")
+	}
 }

@@ -59,7 +59,7 @@ func (s *Server) initACL(cfg *Config) error {
 	s.acl.users.SetDefaultPassword(cfg.Requirepass)
 	if len(cfg.Users) > 0 {
 		if err := s.acl.users.LoadDefinitions(cfg.Users); err != nil {
-			return fmt.Errorf("server: user: %w", err)
+			return fmt.Errorf("server: user: %w", acl.Redact(err)) // no password in the start-up error
 		}
 		if !definesDefault(cfg.Users) {
 			s.acl.users.SetDefaultPassword(cfg.Requirepass)
