@@ -64,6 +64,9 @@ type Config struct {
 	MetricsBind             string // metrics-bind: the address it listens on
 	MetricsFilterPattern    string // metrics-filter-pattern: glob of filters with their own series
 	MetricsMaxFilters       int    // metrics-max-filters: the most filters with their own series
+	// HTTPAllowedHosts (http-allowed-hosts) are the Host names the metrics and debug ports
+	// answer besides loopback ones and their own address; "*" allows any (internal/httpguard).
+	HTTPAllowedHosts []string
 	// Replication (internal/repl; see replication.go), with redis.conf's names.
 	ReplicaOf   string      // replicaof: "host port" of the primary; "" for a primary
 	Replication repl.Config // masterauth, replica-read-only, repl-backlog-size, ...

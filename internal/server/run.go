@@ -51,6 +51,8 @@ warning each):
   --io-threads n           event loops serving plain TCP clients on Linux (default 0: one
                            per core but one; -1: a goroutine per connection instead)
   --debug-port n           serve Go's profiles (net/http/pprof) on 127.0.0.1:n (default 0: off)
+  --http-allowed-hosts "name ..."  Host names the metrics and debug ports answer besides
+                           loopback ones and their own address (default none; "*": any)
 
 Monitoring (see README.md):
   --metrics-port n         HTTP port of Prometheus's /metrics and a status page (default 0: off)
@@ -123,7 +125,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if cfg.DebugPort != 0 {
-		dbg, err := debugport.Start(cfg.DebugPort)
+		dbg, err := debugport.Start(cfg.DebugPort, s.allowedHosts)
 		if err != nil {
 			return fmt.Errorf("server: debug-port: %w", err)
 		}
