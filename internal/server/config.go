@@ -141,7 +141,7 @@ var params = []param{
 			return errors.New("bind needs at least one address")
 		}
 		for _, a := range f {
-			if net.ParseIP(strings.TrimPrefix(a, "-")) == nil && a != "*" && a != "localhost" {
+			if h := strings.TrimPrefix(a, "-"); net.ParseIP(h) == nil && h != "*" && h != "::*" && h != "localhost" {
 				return fmt.Errorf("bind address %q is not an IP address", a)
 			}
 		}
