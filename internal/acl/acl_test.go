@@ -440,3 +440,34 @@ func TestRedact(t *testing.T) {
 		t.Error("Redact(nil) != nil")
 	}
 }
+
+// TestRemovedAccountAllowsNothing: an account deleted, or dropped by a reload, keeps no
+// permission for a connection that still holds it.
+func TestRemovedAccountAllowsNothing(t *testing.T) {
+	tab := testTable()
+	us := NewUsers(tab)
+	if err := us.SetUser("bob", []string{"on", ">pw", "~*", "&*", "+@all"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := us.SetUser("carol", []string{"on", ">pw", "~*", "&*", "+@all"}); err != nil {
+		t.Fatal(err)
+	}
+	bob, carol := us.Get("bob"), us.Get("carol")
+	get := tab.Lookup("get")
+	if r, _ := bob.User().Check(get, [][]byte{[]byte("get"), []byte("k")}); r != Allowed {
+		t.Fatalf("bob before: %v", r)
+	}
+	us.Delete([]string{"bob"})
+	us.Replace(map[string]*User{"default": tab.NewDefaultUser()})
+	for _, a := range []*Account{bob, carol} {
+		if !a.Removed() {
+			t.Errorf("%s not removed", a.Name())
+		}
+		if r, _ := a.User().Check(get, [][]byte{[]byte("get"), []byte("k")}); r != DeniedCommand {
+			t.Errorf("%s after removal: %v", a.Name(), r)
+		}
+		if a.User().CheckPassword([]byte("pw")) {
+			t.Errorf("%s's password still works after removal", a.Name())
+		}
+	}
+}
