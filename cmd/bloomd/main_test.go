@@ -17,13 +17,21 @@ import (
 	"time"
 )
 
-// build compiles bloomd once for the tests of this package.
+// build compiles bloomd for a test as README.md says to build it: without cgo.
 func build(t *testing.T) string {
 	t.Helper()
+	return buildWith(t, "CGO_ENABLED=0")
+}
+
+// buildWith compiles bloomd with the given environment variables added.
+func buildWith(t *testing.T, env ...string) string {
+	t.Helper()
 	bin := filepath.Join(t.TempDir(), "bloomd")
-	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
+	cmd := exec.Command("go", "build", "-o", bin, ".")
+	cmd.Env = append(os.Environ(), env...)
+	out, err := cmd.CombinedOutput()
 	if err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
+		t.Fatalf("go build (%s): %v\n%s", env, err, out)
 	}
 	return bin
 }

@@ -62,7 +62,10 @@
 // the limit and what sets it, so that a filter that cannot fit is refused rather than taking the
 // process down. Loading the data files at start is held to the ceiling too (not to maxmemory);
 // data that cannot fit stops the start-up with persist.ErrNoMemory and leaves the files as they
-// were. Run also sets the Go runtime's soft memory limit under a process limit (unless
+// were. Under a limit on address space (RLIMIT_AS, RLIMIT_DATA), which counts the Go runtime's
+// large unused reservations, Run warns when less than half the limit is left for filters and
+// stops at start, in one line, when none is (TestAddressSpaceRoom). Run also sets the Go
+// runtime's soft memory limit under a process limit (unless
 // GOMEMLIMIT is set), and a large reservation after keys were removed first collects garbage,
 // so that freed filters are reused rather than added to the process.
 //

@@ -120,6 +120,10 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	s.configFile = file
 	s.logStart(file)
 	s.logMemoryLimit()
+	if err := s.checkRoom(); err != nil {
+		s.Shutdown(context.Background())
+		return err
+	}
 	s.limitRuntime()
 	if err := s.openStore(); err != nil {
 		return err
