@@ -13,7 +13,8 @@ import (
 
 // TestNoPasswordAnywhere sets, uses and mistypes passwords every way a client can, then reads
 // everything bloomd shows about its clients and itself (ACL LOG, CLIENT LIST, CLIENT INFO, INFO
-// everything, SLOWLOG GET, MONITOR's feed and the log at debug level): no password appears.
+// everything, SLOWLOG GET, MONITOR's feed, and the log at debug level from the start-up lines
+// on): no password appears.
 func TestNoPasswordAnywhere(t *testing.T) {
 	var logs redistest.Buffer
 	s := startServer(t, func(c *Config) {
@@ -24,6 +25,8 @@ func TestNoPasswordAnywhere(t *testing.T) {
 		c.SlowlogLogSlowerThan = 0
 		c.Logger = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	})
+	s.logStart("") // what Run logs at start
+	s.logMemoryLimit()
 	admin := dial(t, s.addr())
 	admin.do("AUTH", "rp-SECRET1")
 	mon := dial(t, s.addr())
