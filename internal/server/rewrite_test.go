@@ -17,16 +17,18 @@ import (
 // rewritten; no temporary file is left behind.
 func TestConfigRewriteFile(t *testing.T) {
 	dir := t.TempDir()
-	s := startServer(t, func(c *Config) { c.Dir = dir })
-	c := dial(t, s.addr())
+	// rewrite runs CONFIG REWRITE of the file at path by a server (of its own, which learns
+	// path before any client connects) with maxmemory changed.
 	rewrite := func(path string) {
 		t.Helper()
+		s := startServer(t, func(c *Config) { c.Dir = dir })
 		s.configFile = path
+		c := dial(t, s.addr())
+		c.do("CONFIG", "SET", "maxmemory", "100mb")
 		if v := c.do("CONFIG", "REWRITE"); v.Text() != "OK" {
 			t.Fatalf("CONFIG REWRITE of %s: %v", path, v)
 		}
 	}
-	c.do("CONFIG", "SET", "maxmemory", "100mb")
 
 	conf := filepath.Join(dir, "bloomd.conf")
 	if err := os.WriteFile(conf, []byte("port 6379\nrequirepass \"\"\n"), 0o600); err != nil {
