@@ -27,7 +27,10 @@
 // checked for authentication, for the user's permissions (internal/acl: Redis 7.0's ACL users,
 // rules and NOPERM errors; the default user's +@all ~* &* costs one flag test) and for memory
 // (deny-oom commands are refused over maxmemory), queued if
-// a MULTI is open, and otherwise run by its handler, which writes its reply. Steady-state
+// a MULTI is open, and otherwise run by its handler, which writes its reply. MONITOR's feed
+// and the slow log show a command with the secrets its redaction rule names (internal/redact,
+// found by the command's name) as "(redacted)", and MONITOR leaves admin commands out, as
+// Redis 7.0 does (TestRedactionMatchesRedis). Steady-state
 // requests allocate nothing (TestHotPathAllocs, TestLoopAllocs).
 //
 // # Concurrency
