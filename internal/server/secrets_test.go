@@ -70,7 +70,7 @@ func TestNoPasswordAnywhere(t *testing.T) {
 		}
 	}
 	for _, cmd := range [][]string{
-		{"ACL", "LOG"}, {"CLIENT", "LIST"}, {"CLIENT", "INFO"}, {"INFO", "EVERYTHING"}, {"SLOWLOG", "GET", "-1"},
+		{"ACL", "LOG", "100"}, {"CLIENT", "LIST"}, {"CLIENT", "INFO"}, {"INFO", "EVERYTHING"}, {"SLOWLOG", "GET", "-1"},
 		{"ACL", "LIST"}, {"ACL", "GETUSER", "alice"}, {"MEMORY", "STATS"}, {"LATENCY", "LATEST"},
 	} {
 		v := admin.do(cmd...)
