@@ -17,13 +17,21 @@ import (
 	"time"
 )
 
-// build compiles bloomd once for the tests of this package.
+// build compiles bloomd for a test as README.md says to build it: without cgo.
 func build(t *testing.T) string {
 	t.Helper()
+	return buildWith(t, "CGO_ENABLED=0")
+}
+
+// buildWith compiles bloomd with the given environment variables added.
+func buildWith(t *testing.T, env ...string) string {
+	t.Helper()
 	bin := filepath.Join(t.TempDir(), "bloomd")
-	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
+	cmd := exec.Command("go", "build", "-o", bin, ".")
+	cmd.Env = append(os.Environ(), env...)
+	out, err := cmd.CombinedOutput()
 	if err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
+		t.Fatalf("go build (%s): %v\n%s", env, err, out)
 	}
 	return bin
 }
@@ -275,7 +283,9 @@ func TestBloomdStartLog(t *testing.T) {
 }
 
 // TestDebugPort checks that --debug-port serves Go's profiles on loopback, says so in the log,
-// and that the port is off by default.
+// and that the port is off by default; that it refuses a Host that is not a loopback name (DNS
+// rebinding) unless --http-allowed-hosts lists it; and that its /debug/pprof/cmdline and the
+// log show no password of the command line.
 func TestDebugPort(t *testing.T) {
 	bin := build(t)
 	off := start(t, bin, t.TempDir())
@@ -288,17 +298,38 @@ func TestDebugPort(t *testing.T) {
 	}
 
 	port := freePort(t)
-	d := start(t, bin, t.TempDir(), "--debug-port", fmt.Sprint(port))
-	resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/debug/pprof/goroutine?debug=1", port))
-	if err != nil {
-		t.Fatal(err)
+	d := start(t, bin, t.TempDir(), "--debug-port", fmt.Sprint(port), "--http-allowed-hosts", "profiler.internal",
+		"--masterauth", "ma-SECRET", "--masteruser=mu-SECRET", "--user", "app on >app-SECRET ~* +@all")
+	get := func(path, host string) (int, string) {
+		t.Helper()
+		req, _ := http.NewRequest("GET", fmt.Sprintf("http://127.0.0.1:%d%s", port, path), nil)
+		if host != "" {
+			req.Host = host
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode, string(body)
 	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), "goroutine profile:") {
-		t.Fatalf("GET /debug/pprof/goroutine: status %d\n%s", resp.StatusCode, body)
+	if code, body := get("/debug/pprof/goroutine?debug=1", ""); code != http.StatusOK || !strings.Contains(body, "goroutine profile:") {
+		t.Fatalf("GET /debug/pprof/goroutine: status %d\n%s", code, body)
+	}
+	for host, want := range map[string]int{"rebound.example": 403, fmt.Sprintf("localhost:%d", port): 200, "profiler.internal": 200} {
+		if code, _ := get("/debug/pprof/", host); code != want {
+			t.Errorf("GET /debug/pprof/ with Host %s: %d, want %d", host, code, want)
+		}
+	}
+	code, cmdline := get("/debug/pprof/cmdline", "")
+	if code != 200 || strings.Contains(cmdline, "SECRET") || !strings.Contains(cmdline, "--masterauth\x00(redacted)") || !strings.Contains(cmdline, "app on (redacted) ~*") {
+		t.Errorf("/debug/pprof/cmdline: %d %q", code, cmdline)
 	}
 	d.stop(t)
+	if strings.Contains(d.stderr.String(), "SECRET") {
+		t.Errorf("the log shows a password:\n%s", d.stderr)
+	}
 	if want := fmt.Sprintf("127.0.0.1:%d/debug/pprof/", port); !strings.Contains(d.stderr.String(), want) {
 		t.Errorf("the log does not name %s:\n%s", want, d.stderr)
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"debug/buildinfo"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -11,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -397,4 +399,136 @@ func TestCgroupLimit(t *testing.T) {
 	}
 	d.cmd.Process.Signal(syscall.SIGKILL)
 	<-d.exited
+}
+
+// startLimited runs bin under prlimit --as=as and returns its combined output once it exits,
+// and its exit status; a bloomd that is still serving after it answered PING is stopped with
+// SIGTERM first (then ok is set).
+func startLimited(t *testing.T, pl, bin string, as uint64) (out string, status int, d *daemon) {
+	t.Helper()
+	port := freePort(t)
+	cmd := exec.Command(pl, fmt.Sprintf("--as=%d", as), bin, "--port", fmt.Sprint(port), "--dir", t.TempDir(), "--save", "")
+	var buf bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &buf, &buf
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	d = &daemon{cmd: cmd, addr: fmt.Sprintf("127.0.0.1:%d", port), stderr: &buf, exited: make(chan error, 1)}
+	go func() { d.exited <- cmd.Wait() }()
+	t.Cleanup(func() { cmd.Process.Kill() })
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		select {
+		case err := <-d.exited:
+			var ee *exec.ExitError
+			if errors.As(err, &ee) {
+				return buf.String(), ee.ExitCode(), nil
+			}
+			return buf.String(), 0, nil
+		default:
+		}
+		if line, err := roundTrip(d.addr, "PING"); err == nil && line == "+PONG\r\n" {
+			return "", -1, d
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("bloomd under --as=%d neither served nor exited within 10s:\n%s", as, buf.String())
+	return "", 0, nil
+}
+
+// TestAddressSpaceBaseline: bloomd built as README.md says (without cgo) starts with far less
+// address space than a cgo build (whose threads each reserve a glibc malloc arena), so that
+// prlimit --as=2000000000 leaves filters hundreds of MB instead of 113 MiB; a limit that leaves
+// little is warned about in the log; one that leaves none stops bloomd at start with one line,
+// not a goroutine dump; and a cgo build under a limit says it should be built without cgo.
+func TestAddressSpaceBaseline(t *testing.T) {
+	pl := prlimit(t)
+	bin := build(t)
+	if info, err := buildinfo.ReadFile(bin); err != nil {
+		t.Fatal(err)
+	} else {
+		for _, s := range info.Settings {
+			if s.Key == "CGO_ENABLED" && s.Value != "0" {
+				t.Fatalf("the test build has CGO_ENABLED=%s", s.Value)
+			}
+		}
+	}
+	d := start(t, bin, t.TempDir())
+	base := vmSize(t, d.cmd.Process.Pid)
+	d.stop(t)
+	t.Logf("address space at start, without cgo: %d bytes", base)
+	if base > 1500<<20 {
+		t.Errorf("bloomd starts with %d bytes of address space; a build without cgo should need less than 1.5 GiB", base)
+	}
+
+	// 2000000000 and 1700000000 bytes: bloomd serves, with room for filters, and warns.
+	var inUse uint64 // address space at start under the limit, as the log reports it
+	for _, tc := range []struct {
+		as      uint64
+		atLeast int64
+	}{{2000000000, 400 << 20}, {1700000000, 100 << 20}} {
+		out, status, d := startLimited(t, pl, bin, tc.as)
+		if d == nil {
+			t.Fatalf("--as=%d: exited with status %d:\n%s", tc.as, status, out)
+		}
+		c := client(t, d.addr)
+		info := memInfo(t, c)
+		limit, _ := strconv.ParseInt(info["memory_limit"], 10, 64)
+		if info["memory_limit_source"] != "rlimit_as" || limit < tc.atLeast {
+			t.Errorf("--as=%d: memory_limit %s (%s), want at least %d", tc.as, info["memory_limit"], info["memory_limit_source"], tc.atLeast)
+		}
+		c.Close()
+		d.stop(t)
+		if log := d.stderr.String(); !strings.Contains(log, "leaves little memory for filters") {
+			t.Errorf("--as=%d (memory_limit %d): no warning in the log:\n%s", tc.as, limit, log)
+		}
+		t.Logf("--as=%d: memory_limit %d", tc.as, limit)
+		if m := regexp.MustCompile(`msg="memory limit" .* in_use=(\d+)`).FindStringSubmatch(d.stderr.String()); m != nil {
+			inUse, _ = strconv.ParseUint(m[1], 10, 64)
+		}
+	}
+
+	// A limit just above what bloomd has at start: no room for filters. It stops at start,
+	// status 1, with one line saying why after its start-up log, and no goroutine dump.
+	if inUse == 0 {
+		t.Fatal("the log did not say what was in use under the limit")
+	}
+	as := inUse + 100<<20
+	out, status, d := startLimited(t, pl, bin, as)
+	if d != nil {
+		d.stop(t)
+		t.Fatalf("--as=%d (%d in use at start under --as=1700000000): bloomd serves", as, inUse)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	last := lines[len(lines)-1]
+	if status != 1 || !strings.HasPrefix(last, "bloomd: server: the address-space limit (RLIMIT_AS: ulimit -v, prlimit --as) of ") ||
+		!strings.Contains(last, "leaves no memory for filters") || strings.Contains(out, "goroutine ") || strings.Contains(out, "fatal error") {
+		t.Fatalf("--as=%d: status %d, output:\n%s", as, status, out)
+	}
+	for _, l := range lines[:len(lines)-1] {
+		if !strings.HasPrefix(l, "time=") {
+			t.Errorf("--as=%d: a line besides the log and the reason: %q", as, l)
+		}
+	}
+
+	// A cgo build (where a C compiler is at hand) under a limit warns that it is one.
+	if cc, err := exec.Command("go", "env", "CC").Output(); err != nil || len(bytes.TrimSpace(cc)) == 0 {
+		return
+	} else if _, err := exec.LookPath(string(bytes.TrimSpace(cc))); err != nil {
+		t.Logf("no C compiler (%s): the cgo build is not checked", bytes.TrimSpace(cc))
+		return
+	}
+	cgoBin := buildWith(t, "CGO_ENABLED=1")
+	d = start(t, cgoBin, t.TempDir())
+	cgoBase := vmSize(t, d.cmd.Process.Pid)
+	d.stop(t)
+	t.Logf("address space at start, with cgo: %d bytes", cgoBase)
+	out, status, d = startLimited(t, pl, cgoBin, 4<<30)
+	if d == nil {
+		t.Fatalf("the cgo build under --as=%d: status %d\n%s", 4<<30, status, out)
+	}
+	d.stop(t)
+	if !strings.Contains(d.stderr.String(), "built with cgo") || !strings.Contains(d.stderr.String(), "CGO_ENABLED=0") {
+		t.Errorf("the cgo build under a limit does not say so:\n%s", d.stderr)
+	}
 }

@@ -1,6 +1,7 @@
 package acl
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -404,4 +405,69 @@ func FuzzParseFile(f *testing.F) {
 			t.Fatal("no default user")
 		}
 	})
+}
+
+// TestRedact: an error quoting a password or hash rule hides it; the others, and ACL SETUSER's
+// own text, are Redis's.
+func TestRedact(t *testing.T) {
+	tab := testTable()
+	for _, tc := range []struct {
+		rules []string
+		want  string
+	}{
+		{[]string{"on", ">pw", "<secret"}, "Error in ACL SETUSER modifier '(redacted)': The password you are trying to remove from the user does not exist"},
+		{[]string{"#secret"}, "Error in ACL SETUSER modifier '(redacted)': The password hash must be exactly 64 characters and contain only lowercase hexadecimal characters"},
+		{[]string{"!secret"}, "Error in ACL SETUSER modifier '(redacted)': The password hash must be exactly 64 characters and contain only lowercase hexadecimal characters"},
+		{[]string{"(>secret", "~x"}, "Unmatched parenthesis in acl selector starting at '(redacted)'."},
+		{[]string{"bogus"}, "Error in ACL SETUSER modifier 'bogus': Syntax error"},
+	} {
+		_, err := tab.NewUser("u", tc.rules)
+		if err == nil {
+			t.Fatalf("%q accepted", tc.rules)
+		}
+		red := Redact(err)
+		if red.Error() != tc.want {
+			t.Errorf("Redact(%q) = %q, want %q", err, red, tc.want)
+		}
+		if !errors.Is(red, err) {
+			t.Errorf("Redact(%q) does not wrap it", err)
+		}
+		if strings.Contains(tc.want, "(redacted)") && !strings.Contains(err.Error(), "secret") {
+			t.Errorf("the error itself (ACL SETUSER's reply, Redis's text) changed: %q", err)
+		}
+	}
+	if Redact(nil) != nil {
+		t.Error("Redact(nil) != nil")
+	}
+}
+
+// TestRemovedAccountAllowsNothing: an account deleted, or dropped by a reload, keeps no
+// permission for a connection that still holds it.
+func TestRemovedAccountAllowsNothing(t *testing.T) {
+	tab := testTable()
+	us := NewUsers(tab)
+	if err := us.SetUser("bob", []string{"on", ">pw", "~*", "&*", "+@all"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := us.SetUser("carol", []string{"on", ">pw", "~*", "&*", "+@all"}); err != nil {
+		t.Fatal(err)
+	}
+	bob, carol := us.Get("bob"), us.Get("carol")
+	get := tab.Lookup("get")
+	if r, _ := bob.User().Check(get, [][]byte{[]byte("get"), []byte("k")}); r != Allowed {
+		t.Fatalf("bob before: %v", r)
+	}
+	us.Delete([]string{"bob"})
+	us.Replace(map[string]*User{"default": tab.NewDefaultUser()})
+	for _, a := range []*Account{bob, carol} {
+		if !a.Removed() {
+			t.Errorf("%s not removed", a.Name())
+		}
+		if r, _ := a.User().Check(get, [][]byte{[]byte("get"), []byte("k")}); r != DeniedCommand {
+			t.Errorf("%s after removal: %v", a.Name(), r)
+		}
+		if a.User().CheckPassword([]byte("pw")) {
+			t.Errorf("%s's password still works after removal", a.Name())
+		}
+	}
 }

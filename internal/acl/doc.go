@@ -16,7 +16,10 @@
 // A User is immutable once made; SetUser applies rules to a copy, so a connection that holds a
 // *User keeps a consistent view while another connection changes the user. A Users registry
 // maps names to Accounts; an Account's current User is read with one atomic load, so changed
-// permissions apply to the next command of every connection of that user.
+// permissions apply to the next command of every connection of that user. A deleted Account's
+// User allows nothing, so a connection that took the account while it was being deleted (and
+// that the deletion's closing of the user's connections missed) keeps no permission
+// (TestRemovedAccountAllowsNothing).
 //
 // Rules are Redis 7.0's: on, off, >password, #sha256hex, <password, !sha256hex, nopass,
 // resetpass, +command, -command, +command|sub, +@category, -@category, allcommands

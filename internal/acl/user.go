@@ -7,6 +7,8 @@ import (
 	"errors"
 	"slices"
 	"strings"
+
+	"github.com/bloomd/bloom/internal/redact"
 )
 
 const (
@@ -105,6 +107,43 @@ type RuleError struct {
 func (e *RuleError) Error() string {
 	return "Error in ACL SETUSER modifier '" + e.Rule + "': " + e.Reason
 }
+
+// Redact returns err as it may be logged or printed at start-up: with a password or password
+// hash that it quotes from a refused rule (a *RuleError's '<pass' or '#hash', or the first words
+// of an unclosed selector) shown as "(redacted)". ACL SETUSER's reply, which goes only to the
+// client that sent the rule, keeps Redis's text; logs and start-up errors, which Redis prints in
+// clear, use this. It returns err itself when there is nothing to hide; errors.Is and errors.As
+// see through the result.
+func Redact(err error) error {
+	if err == nil {
+		return nil
+	}
+	msg := err.Error()
+	if re, ok := errors.AsType[*RuleError](err); ok && redact.SecretRule(re.Rule) {
+		msg = strings.ReplaceAll(msg, "'"+re.Rule+"'", "'"+redact.Redacted+"'")
+	}
+	if se, ok := errors.AsType[*selectorError](err); ok {
+		words := strings.Split(se.start, " ")
+		for i, w := range words {
+			if redact.SecretRule(strings.Trim(w, "()")) {
+				words[i] = redact.Redacted
+			}
+		}
+		msg = strings.ReplaceAll(msg, "'"+se.start+"'", "'"+strings.Join(words, " ")+"'")
+	}
+	if msg == err.Error() {
+		return err
+	}
+	return &redactedError{err, msg}
+}
+
+type redactedError struct {
+	err error
+	msg string
+}
+
+func (e *redactedError) Error() string { return e.msg }
+func (e *redactedError) Unwrap() error { return e.err }
 
 // Redis 7.0's reasons (ACLSetUserStringError).
 const (

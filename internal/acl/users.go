@@ -28,6 +28,15 @@ func (a *Account) Name() string { return a.name }
 // connections are to be closed.
 func (a *Account) Removed() bool { return a.removed.Load() }
 
+// remove marks the account removed, then makes its User one that allows nothing (off, no
+// password, no command, key or channel): a connection that took the account while it was being
+// deleted, which the registry's OnChange could not close, has no permission left, and the
+// permission check pays nothing for it (a user that may do everything is still one flag test).
+func (a *Account) remove(t *Table) {
+	a.removed.Store(true)
+	a.cur.Store(t.newUser(a.name))
+}
+
 // Users is the registry of users. It is safe for concurrent use. The "default" user always
 // exists.
 type Users struct {
@@ -167,7 +176,7 @@ func (us *Users) Delete(names []string) (int, error) {
 	for _, n := range names {
 		if a := us.m[n]; a != nil {
 			delete(us.m, n)
-			a.removed.Store(true)
+			a.remove(us.t)
 			gone = append(gone, a)
 		}
 	}
@@ -250,7 +259,7 @@ func (us *Users) Replace(users map[string]*User) {
 			us.m[n] = a
 			continue
 		}
-		a.removed.Store(true)
+		a.remove(us.t)
 		gone = append(gone, a)
 	}
 	for n, u := range users {

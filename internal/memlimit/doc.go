@@ -26,4 +26,8 @@
 // files involved are few and stable kernel interfaces.
 //
 // On systems without these files Detect finds no limit and reports none.
+//
+// CgoLinked says whether this binary's threads come from the C library, whose stacks and
+// per-thread malloc arenas take address space that RLIMIT_AS counts; bloomd is built without
+// cgo (CGO_ENABLED=0), and says so at start when it was not.
 package memlimit

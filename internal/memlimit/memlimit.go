@@ -24,6 +24,23 @@ const (
 	Machine    Source = "machine"
 )
 
+// Describe names the limit for an operator: what it counts and how it is set.
+func (s Source) Describe() string {
+	switch s {
+	case RlimitAS:
+		return "address-space limit (RLIMIT_AS: ulimit -v, prlimit --as)"
+	case RlimitData:
+		return "data-segment limit (RLIMIT_DATA: ulimit -d, prlimit --data)"
+	case CgroupV2, CgroupV1:
+		return "memory cgroup's limit"
+	case GoMemLimit:
+		return "GOMEMLIMIT"
+	case Machine:
+		return "machine's memory"
+	}
+	return string(s)
+}
+
 // A Bound is one limit the process runs under and what of it is in use already, as that limit
 // counts use.
 type Bound struct {

@@ -2,13 +2,14 @@ package server
 
 import (
 	"fmt"
+	"math"
 	"strings"
 	"sync"
 	"testing"
 )
 
 // TestCFAbsurdSizes: filters that cannot fit are refused before allocation, with RedisBloom's
-// replies, or Redis's OOM error when maxmemory refuses them; growth past maxmemory fails the one
+// replies and the sizes; growth past maxmemory fails the one
 // item that needs it and leaves the filter usable; memory is given back by DEL.
 func TestCFAbsurdSizes(t *testing.T) {
 	s := startServer(t, nil)
@@ -18,7 +19,7 @@ func TestCFAbsurdSizes(t *testing.T) {
 		{"CF.RESERVE", "k", "1000000000000000000", "BUCKETSIZE", "1"},
 		{"CF.INSERT", "k", "CAPACITY", "4000000000000000000", "ITEMS", "a"},
 	} {
-		if v := c.do(args...); string(v.Str) != "ERR Insufficient memory to create filter" {
+		if v := c.do(args...); !strings.HasPrefix(string(v.Str), "ERR Insufficient memory to create filter: ") || !strings.Contains(string(v.Str), " bytes asked, limit ") && !strings.Contains(string(v.Str), ") asked, limit ") {
 			t.Errorf("%s: %v", strings.Join(args, " "), v)
 		}
 	}
@@ -33,11 +34,11 @@ func TestCFAbsurdSizes(t *testing.T) {
 	}
 	used := s.ks.used.Load()
 	c.do("CONFIG", "SET", "maxmemory", "1mb")
-	if v := c.do("CF.RESERVE", "big", "4000000"); string(v.Str) != errOOM {
-		t.Errorf("CF.RESERVE past maxmemory: %v", v)
+	if v, want := c.do("CF.RESERVE", "big", "4000000"), refusal(s, "create", 4<<20, keyOverhead+3); string(v.Str) != want {
+		t.Errorf("CF.RESERVE past maxmemory: %v, want %s", v, want)
 	}
-	if v := c.do("CF.LOADCHUNK", "big", "1", cfHeaderBytes(1, 1<<21, 0, 1, 2, 20, 1)); string(v.Str) != errOOM {
-		t.Errorf("CF.LOADCHUNK header past maxmemory: %v", v)
+	if v, want := c.do("CF.LOADCHUNK", "big", "1", cfHeaderBytes(1, 1<<21, 0, 1, 2, 20, 1)), refusal(s, "create", 4<<20, keyOverhead+3); string(v.Str) != want {
+		t.Errorf("CF.LOADCHUNK header past maxmemory: %v, want %s", v, want)
 	}
 	if got := s.ks.used.Load(); got != used {
 		t.Fatalf("refused filters left %d bytes charged", got-used)
@@ -146,4 +147,37 @@ func testCFConcurrentClients(t *testing.T) {
 	stopDurable(t, s, false)
 	s = startDurable(t, dir, nil)
 	compareStates(t, "after restart", before, state(t, s))
+}
+
+// TestCFReserveTooLargeSizes: a cuckoo filter too large for the memory limit, or for any
+// machine, is refused with the sizes, as BF.RESERVE's refusal gives them: the bytes asked, the
+// limit and what sets it, and what is in use.
+func TestCFReserveTooLargeSizes(t *testing.T) {
+	s := startServer(t, func(c *Config) { c.MemoryProbe = fakeCgroup(t, 160<<20, 16<<20) })
+	c := dial(t, s.addr())
+	used := keyOverhead + 1
+	for _, tc := range []struct {
+		args  []string
+		asked uint64
+	}{
+		{[]string{"CF.RESERVE", "y", "99999999999999"}, 1 << 47},                               // 2^46 buckets of 2
+		{[]string{"CF.RESERVE", "y", "9223372036854775807"}, math.MaxInt64},                    // past 2^56 buckets
+		{[]string{"CF.RESERVE", "y", "1000000000000000000", "BUCKETSIZE", "1"}, 1 << 60},       // 2^60 buckets of 1
+		{[]string{"CF.RESERVE", "y", "200000000"}, 1 << 28},                                    // past the cgroup only
+		{[]string{"CF.INSERT", "y", "CAPACITY", "4000000000000000000", "ITEMS", "a"}, 1 << 62}, // past 2^56 buckets
+		{[]string{"CF.INSERT", "y", "CAPACITY", "99999999999999", "ITEMS", "a"}, 1 << 47},
+	} {
+		want := refusal(s, "create", tc.asked, used)
+		if v := c.do(tc.args...); string(v.Str) != want {
+			t.Errorf("%s:\n got %v\nwant %s", strings.Join(tc.args, " "), v, want)
+		}
+	}
+	c.do("CONFIG", "SET", "maxmemory", "1mb")
+	want := refusal(s, "create", 1<<22, used) // 2^21 buckets of 2
+	if v := c.do("CF.RESERVE", "y", "4000000"); string(v.Str) != want || !strings.Contains(want, "maxmemory") {
+		t.Errorf("CF.RESERVE past maxmemory:\n got %v\nwant %s", v, want)
+	}
+	if v := c.do("DBSIZE"); v.Int != 0 {
+		t.Errorf("DBSIZE %d after refused filters", v.Int)
+	}
 }

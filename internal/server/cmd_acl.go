@@ -59,7 +59,7 @@ func (s *Server) initACL(cfg *Config) error {
 	s.acl.users.SetDefaultPassword(cfg.Requirepass)
 	if len(cfg.Users) > 0 {
 		if err := s.acl.users.LoadDefinitions(cfg.Users); err != nil {
-			return fmt.Errorf("server: user: %w", err)
+			return fmt.Errorf("server: user: %w", acl.Redact(err)) // no password in the start-up error
 		}
 		if !definesDefault(cfg.Users) {
 			s.acl.users.SetDefaultPassword(cfg.Requirepass)
@@ -132,6 +132,12 @@ func (s *Server) closeRevokedSubscribers(a *acl.Account, u *acl.User) {
 // aclDenied answers a command that the connection's user may not run, as Redis 7.0 does, and
 // logs it.
 func (c *Conn) aclDenied(cmd *Command, args [][]byte, r acl.Result, idx int) {
+	if c.acct.Load().Removed() {
+		// The user was deleted (its User allows nothing): close the connection, as ACL
+		// DELUSER closes the user's connections, without an answer.
+		c.quit = true
+		return
+	}
 	var msg, object string
 	switch r {
 	case acl.DeniedCommand:
@@ -147,6 +153,9 @@ func (c *Conn) aclDenied(cmd *Command, args [][]byte, r acl.Result, idx int) {
 
 // execDenied answers a queued command that the user may no longer run when EXEC runs it.
 func (c *Conn) execDenied(cmd *Command, args [][]byte, r acl.Result, idx int) {
+	if c.acct.Load().Removed() {
+		c.quit = true // the user was deleted: answer, then close (see aclDenied)
+	}
 	reason, object := "no permission to execute the command or subcommand", cmd.Name
 	switch r {
 	case acl.DeniedKey:
@@ -193,10 +202,26 @@ func (c *Conn) authenticate(user, pass []byte) bool {
 		c.srv.log.Debug("authentication failed", "client", c.addr)
 		return false
 	}
+	if hook := testHookAuthenticated.Load(); hook != nil {
+		(*hook)(a)
+	}
+	prev := c.acct.Load()
 	c.acct.Store(a)
+	if a.Removed() {
+		// Deleted since its password was checked. The deletion marks the account before it
+		// closes the user's connections, and this connection took the account before reading
+		// the mark: either the deletion saw this connection, or this sees the mark.
+		c.acct.Store(prev)
+		c.srv.log.Debug("authentication failed: the user was deleted meanwhile", "client", c.addr)
+		return false
+	}
 	c.setAuthed(true)
 	return true
 }
+
+// testHookAuthenticated, if set (by tests), runs between a password's check and the
+// connection's taking its account: where another client may delete the user.
+var testHookAuthenticated atomic.Pointer[func(a *acl.Account)]
 
 func (c *Conn) authFailed(cmdName []byte, user []byte) {
 	name := "default"

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/bits"
 	"strconv"
 	"strings"
 	"sync"
@@ -70,8 +71,10 @@ func (s *Server) release(cv *cuckooValue) {
 }
 
 // newCuckooEntry makes an entry for key holding the filter mk makes, charging its memory. It
-// returns RedisBloom's error reply on failure.
-func (s *Server) newCuckooEntry(key []byte, header bool, mk func(opts *bloom.CuckooOptions) (*bloom.Cuckoo, error)) (*entry, string) {
+// returns RedisBloom's error reply on failure; a filter that the memory limit refuses, or that
+// no machine could hold, is refused as BF.RESERVE refuses one, with the sizes (asked is the
+// size of the filter mk makes, for the latter; 0 for a header).
+func (s *Server) newCuckooEntry(key []byte, header bool, asked int64, mk func(opts *bloom.CuckooOptions) (*bloom.Cuckoo, error)) (*entry, string) {
 	keyMem := int64(keyOverhead + len(key))
 	if !s.ks.reserve(keyMem, s.memLimitBytes()) {
 		s.stats.oom.Add(1)
@@ -79,16 +82,24 @@ func (s *Server) newCuckooEntry(key []byte, header bool, mk func(opts *bloom.Cuc
 	}
 	cv, err := s.newCuckooValue(mk)
 	if err != nil {
+		used := s.ks.used.Load()
 		s.ks.used.Add(-keyMem)
+		mr, refused := errors.AsType[*memRefusal](err)
 		switch {
 		case isSizeError(err):
 			return nil, sizeErrorReply(err)
+		case refused:
+			return nil, mr.reply("create")
 		case errors.Is(err, errReserve):
 			return nil, errOOM
 		case header:
 			// A header RedisBloom refuses, or one it accepts but cannot allocate (on which
 			// RedisBloom aborts the server).
 			return nil, "Couldn't create filter!"
+		case errors.Is(err, bloom.ErrTooLarge) && asked > 0:
+			s.stats.oom.Add(1)
+			limit, src := s.memoryLimit()
+			return nil, (&memRefusal{asked: asked, used: used, limit: limit, source: src}).reply("create")
 		}
 		return nil, "ERR Insufficient memory to create filter"
 	}
@@ -197,7 +208,7 @@ func cfReserveCmd(c *Conn, args [][]byte) {
 		return
 	}
 	p := cfParams{capacity: capacity, bucketSize: bucketSize, maxIterations: maxIter, expansion: expansion}
-	e, msg := c.srv.newCuckooEntry(key, false, p.make)
+	e, msg := c.srv.newCuckooEntry(key, false, p.bytes(), p.make)
 	if e == nil {
 		c.w.Error(msg)
 		return
@@ -245,6 +256,25 @@ func (p cfParams) make(o *bloom.CuckooOptions) (*bloom.Cuckoo, error) {
 	o.BucketSize, o.MaxIterations = uint16(p.bucketSize), uint16(p.maxIterations)
 	o.Expansion, o.NonScaling = uint16(p.expansion), p.expansion == 0
 	return bloom.NewCuckoo(uint64(p.capacity), o)
+}
+
+// bytes returns the size of the first sub-filter p.make makes (its capacity/bucket-size
+// buckets rounded up to a power of two, at least one, of bucket-size bytes), at most
+// math.MaxInt64.
+func (p cfParams) bytes() int64 {
+	buckets := uint64(1)
+	if n := uint64(p.capacity) / uint64(max(p.bucketSize, 1)); n > 1 {
+		l := bits.Len64(n - 1)
+		if l > 62 {
+			return math.MaxInt64
+		}
+		buckets = 1 << l
+	}
+	hi, lo := bits.Mul64(buckets, uint64(max(p.bucketSize, 1)))
+	if hi != 0 || lo > math.MaxInt64 {
+		return math.MaxInt64
+	}
+	return int64(lo)
 }
 
 // reserveArgs returns the CF.RESERVE command that makes the filter p describes, every
@@ -354,7 +384,7 @@ func (c *Conn) cfCreate(args [][]byte, key []byte, items [][]byte, opts *cfInser
 		return false
 	}
 	p := c.cfDefaults(opts.capacity)
-	e, msg := c.srv.newCuckooEntry(key, false, p.make)
+	e, msg := c.srv.newCuckooEntry(key, false, p.bytes(), p.make)
 	if e == nil {
 		c.w.Error(msg)
 		return true
@@ -601,7 +631,7 @@ func cfLoadChunkCmd(c *Conn, args [][]byte) {
 			c.w.Error("Invalid header")
 			return
 		}
-		e, msg := c.srv.newCuckooEntry(key, true, func(o *bloom.CuckooOptions) (*bloom.Cuckoo, error) {
+		e, msg := c.srv.newCuckooEntry(key, true, 0, func(o *bloom.CuckooOptions) (*bloom.Cuckoo, error) {
 			return redisbloom.LoadCFHeader(data, o)
 		})
 		if e == nil {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/bloomd/bloom/internal/metrics"
 	"github.com/bloomd/bloom/internal/procmem"
+	"github.com/bloomd/bloom/internal/redact"
 	"github.com/bloomd/bloom/internal/resp"
 )
 
@@ -40,11 +41,13 @@ func (c *Conn) flagString() string {
 	return string(b)
 }
 
-// attachStats gives every command and subcommand its statistics.
+// attachStats gives every command and subcommand its statistics, and its redaction rule
+// (internal/redact), both found by its name.
 func (s *Server) attachStats() {
 	var walk func(cmd *Command)
 	walk = func(cmd *Command) {
 		cmd.stats = s.mstats.Command(cmd.Name)
+		cmd.mask = redact.For(cmd.Name)
 		for _, sub := range cmd.Subcommands {
 			walk(sub)
 		}

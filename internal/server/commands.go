@@ -126,7 +126,7 @@ func registerCommands(mx *Mux) {
 
 	// Transactions.
 	cmd("multi", 1, f|FlagNoMulti, 0, 0, 0, "1.2.0", "transactions", "Starts a transaction.", multiCmd)
-	cmd("exec", 1, FlagNoMulti|ex, 0, 0, 0, "1.2.0", "transactions", "Executes all commands in a transaction.", execCmd)
+	cmd("exec", 1, FlagNoMulti|ex|FlagNoSlowlog, 0, 0, 0, "1.2.0", "transactions", "Executes all commands in a transaction.", execCmd)
 	cmd("discard", 1, f|FlagNoMulti, 0, 0, 0, "2.0.0", "transactions", "Discards a transaction.", discardCmd)
 
 	// Server.

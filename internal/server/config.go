@@ -70,6 +70,9 @@ type Config struct {
 	MetricsBind             string // metrics-bind: the address it listens on
 	MetricsFilterPattern    string // metrics-filter-pattern: glob of filters with their own series
 	MetricsMaxFilters       int    // metrics-max-filters: the most filters with their own series
+	// HTTPAllowedHosts (http-allowed-hosts) are the Host names the metrics and debug ports
+	// answer besides loopback ones and their own address; "*" allows any (internal/httpguard).
+	HTTPAllowedHosts []string
 	// Replication (internal/repl; see replication.go), with redis.conf's names.
 	ReplicaOf   string      // replicaof: "host port" of the primary; "" for a primary
 	Replication repl.Config // masterauth, replica-read-only, repl-backlog-size, ...
@@ -152,7 +155,7 @@ var params = []param{
 			return errors.New("bind needs at least one address")
 		}
 		for _, a := range f {
-			if net.ParseIP(strings.TrimPrefix(a, "-")) == nil && a != "*" && a != "localhost" {
+			if h := strings.TrimPrefix(a, "-"); net.ParseIP(h) == nil && h != "*" && h != "::*" && h != "localhost" {
 				return fmt.Errorf("bind address %q is not an IP address", a)
 			}
 		}

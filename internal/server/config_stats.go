@@ -5,6 +5,7 @@ import (
 	"math"
 	"net"
 	"strconv"
+	"strings"
 )
 
 // The monitoring settings, with redis.conf's names where Redis has them.
@@ -24,6 +25,10 @@ func init() {
 			return nil
 		}},
 		param{"metrics-filter-pattern", true, func(c *Config) string { return c.MetricsFilterPattern }, func(c *Config, v string) error { c.MetricsFilterPattern = v; return nil }},
+		param{"http-allowed-hosts", true, func(c *Config) string { return strings.Join(c.HTTPAllowedHosts, " ") }, func(c *Config, v string) error {
+			c.HTTPAllowedHosts = strings.Fields(v)
+			return nil
+		}},
 		param{"metrics-max-filters", true, func(c *Config) string { return strconv.Itoa(c.MetricsMaxFilters) }, intParam(func(c *Config) *int { return &c.MetricsMaxFilters }, 0, 1<<20)},
 	)
 }

@@ -500,11 +500,11 @@ func (c *Conn) account(cmd *Command, args [][]byte, timed bool, start time.Time,
 	c.statNs += ns * w
 	st.ObserveN(ns, w)
 	m := c.srv.mstats
-	if m.SlowLog.Slow(ns) {
+	if m.SlowLog.Slow(ns) && cmd.Flags&FlagNoSlowlog == 0 {
 		c.infoMu.Lock()
 		name := c.name
 		c.infoMu.Unlock()
-		m.SlowLog.Add(ns, args, c.addr, name)
+		m.SlowLog.Add(ns, cmd.shown(args), c.addr, name)
 	}
 	if m.Latency.Spike(ns) {
 		event := "command"
@@ -562,8 +562,9 @@ func (c *Conn) call(cmd *Command, args [][]byte) {
 	}
 	c.lastRun = cmd
 	c.pendingCmds++
-	if c.srv.monitors.Load() > 0 {
-		c.srv.feedMonitors(c, args)
+	if c.srv.monitors.Load() > 0 && cmd.Flags&(FlagAdmin|FlagNoMonitor) == 0 {
+		// As Redis: administrative commands are not shown, and secrets are redacted.
+		c.srv.feedMonitors(c, cmd.shown(args))
 	}
 	// Time the call unless it repeats the connection's previous command and is not the
 	// sampleEvery-th of the run (see account).

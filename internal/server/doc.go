@@ -27,7 +27,10 @@
 // checked for authentication, for the user's permissions (internal/acl: Redis 7.0's ACL users,
 // rules and NOPERM errors; the default user's +@all ~* &* costs one flag test) and for memory
 // (deny-oom commands are refused over maxmemory), queued if
-// a MULTI is open, and otherwise run by its handler, which writes its reply. Steady-state
+// a MULTI is open, and otherwise run by its handler, which writes its reply. MONITOR's feed
+// and the slow log show a command with the secrets its redaction rule names (internal/redact,
+// found by the command's name) as "(redacted)", and MONITOR leaves admin commands out, as
+// Redis 7.0 does (TestRedactionMatchesRedis). Steady-state
 // requests allocate nothing (TestHotPathAllocs, TestLoopAllocs).
 //
 // # Concurrency
@@ -62,7 +65,10 @@
 // the limit and what sets it, so that a filter that cannot fit is refused rather than taking the
 // process down. Loading the data files at start is held to the ceiling too (not to maxmemory);
 // data that cannot fit stops the start-up with persist.ErrNoMemory and leaves the files as they
-// were. Run also sets the Go runtime's soft memory limit under a process limit (unless
+// were. Under a limit on address space (RLIMIT_AS, RLIMIT_DATA), which counts the Go runtime's
+// large unused reservations, Run warns when less than half the limit is left for filters and
+// stops at start, in one line, when none is (TestAddressSpaceRoom). Run also sets the Go
+// runtime's soft memory limit under a process limit (unless
 // GOMEMLIMIT is set), and a large reservation after keys were removed first collects garbage,
 // so that freed filters are reused rather than added to the process.
 //

@@ -210,6 +210,40 @@ func (s *Server) logMemoryLimit() {
 	s.log.Info("memory limit", attrs...)
 }
 
+// minFilterRoom is the least the keyspace must be able to hold, under a limit on address
+// space or data, for bloomd to start: with less no filter of use fits, and the process is at
+// the point where the Go runtime cannot map a new thread's stack or grow its heap, which kills it.
+const minFilterRoom = 1 << 20
+
+// checkRoom looks at the room a limit on address space or data (RLIMIT_AS, RLIMIT_DATA) leaves
+// the keyspace. Such limits count what is reserved, not what is used: the Go runtime reserves
+// about 1.2 GiB of address space at start on 64-bit Linux (indexes of its page allocator) and
+// never touches most of it. With less than minFilterRoom left checkRoom returns an error of
+// one line, and bloomd does not start; with less than half the limit it logs a warning. It
+// warns too when this binary uses cgo under such a limit (see memlimit.CgoLinked).
+func (s *Server) checkRoom() error {
+	c := &s.ceiling
+	if !c.mapped {
+		return nil
+	}
+	b := c.bound
+	what := b.Source.Describe()
+	advice := "raise the limit, or limit memory with a cgroup instead (systemd MemoryMax=, docker --memory), which counts memory in use rather than address space reserved"
+	if memlimit.CgoLinked {
+		s.log.Warn("this bloomd was built with cgo: every thread reserves address space (its C stack, and a 64 MiB glibc malloc arena) that "+what+" counts, and a thread that cannot be made kills the process; build it with CGO_ENABLED=0",
+			"limit", b.Limit, "in_use", b.Used)
+	}
+	if c.bytes < minFilterRoom {
+		return fmt.Errorf("server: the %s of %d bytes leaves no memory for filters: bloomd has %d bytes of it in use at start, and keeps %d for itself; %s",
+			what, b.Limit, b.Used, processMargin(b.Free(), true), advice)
+	}
+	if uint64(c.bytes) < b.Limit/2 {
+		s.log.Warn("the "+what+" leaves little memory for filters: bloomd has much of it in use at start, most of it address space the Go runtime reserves and never touches; "+advice,
+			"limit", b.Limit, "in_use", b.Used, "keyspace_limit", c.bytes)
+	}
+	return nil
+}
+
 // limitRuntime sets the Go runtime's soft memory limit (as GOMEMLIMIT would) under the tightest
 // limit the process runs under, unless GOMEMLIMIT is set: the collector then works harder as
 // the process nears the limit instead of letting garbage take the process past it. It changes

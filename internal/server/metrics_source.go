@@ -296,7 +296,7 @@ func (s *Server) Authorize(user, pass string, given bool) (web.Viewer, bool) {
 // ServeMetrics serves /metrics and the page on ln until the server shuts down.
 func (s *Server) ServeMetrics(ln net.Listener) {
 	h := web.NewHandler(s)
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: s.guardHTTP(h), ReadHeaderTimeout: 10 * time.Second}
 	go func() {
 		<-s.done
 		srv.Close()

@@ -5,6 +5,7 @@ import (
 
 	"github.com/bloomd/bloom/internal/acl"
 	"github.com/bloomd/bloom/internal/metrics"
+	"github.com/bloomd/bloom/internal/redact"
 	"slices"
 	"strings"
 )
@@ -28,6 +29,8 @@ const (
 	FlagAdmin                       // administrative (CONFIG, CLIENT KILL)
 	FlagLoading                     // allowed while loading
 	FlagStale                       // allowed on a stale replica
+	FlagNoMonitor                   // never shown in MONITOR's feed (Redis's CMD_SKIP_MONITOR)
+	FlagNoSlowlog                   // never entered in the slow log (Redis's CMD_SKIP_SLOWLOG)
 	// FlagChangesData marks a command that changes data although its module registers it
 	// read-only (CF.COMPACT): COMMAND shows it as RedisBloom does, but a read-only replica
 	// refuses it as a write, so that its data stays its primary's.
@@ -40,7 +43,8 @@ var flagNames = []struct {
 }{
 	// Redis 7's order (addReplyCommandFlags).
 	{FlagWrite, "write"}, {FlagReadonly, "readonly"}, {FlagDenyOOM, "denyoom"}, {FlagModule, "module"},
-	{FlagAdmin, "admin"}, {FlagLoading, "loading"}, {FlagStale, "stale"}, {FlagFast, "fast"},
+	{FlagAdmin, "admin"}, {FlagLoading, "loading"}, {FlagStale, "stale"},
+	{FlagNoMonitor, "skip_monitor"}, {FlagNoSlowlog, "skip_slowlog"}, {FlagFast, "fast"},
 	{FlagNoAuth, "no_auth"}, {FlagNoMulti, "no_multi"},
 }
 
@@ -65,6 +69,7 @@ type Command struct {
 
 	stats *metrics.Command // what INFO commandstats reports; set by the Server
 	acl   *acl.Command     // the command in the ACL table; set by the Server
+	mask  redact.Rule      // the arguments MONITOR and the slow log hide; set by the Server
 }
 
 // A Mux is a command table: it maps command names, case-insensitively, to Commands, in the
@@ -121,6 +126,10 @@ func (mx *Mux) Commands() []*Command {
 	slices.SortFunc(cmds, func(a, b *Command) int { return strings.Compare(a.Name, b.Name) })
 	return cmds
 }
+
+// shown returns args as MONITOR and the slow log show them: with the secrets the command's
+// redaction rule names (internal/redact) replaced by "(redacted)".
+func (cmd *Command) shown(args [][]byte) [][]byte { return redact.Args(cmd.mask, args) }
 
 // arityOK reports whether n arguments (argv[0] counted) suit cmd.
 func (cmd *Command) arityOK(n int) bool {

@@ -208,10 +208,13 @@ func (k dataKeyspace) Cuckoo(key []byte, expire int64, header []byte) (*bloom.Cu
 	if old != nil {
 		return nil, fmt.Errorf("key %q appears twice", clipKey(key))
 	}
-	e, msg := s.newCuckooEntry(key, true, func(o *bloom.CuckooOptions) (*bloom.Cuckoo, error) {
+	e, msg := s.newCuckooEntry(key, true, 0, func(o *bloom.CuckooOptions) (*bloom.Cuckoo, error) {
 		return redisbloom.LoadCFHeader(header, o)
 	})
 	if e == nil {
+		if strings.HasPrefix(msg, "ERR Insufficient memory") {
+			return nil, fmt.Errorf("%w: cuckoo filter %q: %s", persist.ErrNoMemory, clipKey(key), strings.TrimPrefix(msg, "ERR "))
+		}
 		return nil, fmt.Errorf("cuckoo filter %q: %s", clipKey(key), strings.TrimPrefix(msg, "ERR "))
 	}
 	e.expire.Store(expire)

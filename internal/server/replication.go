@@ -546,25 +546,56 @@ func (s *Server) rewriteConfig() error {
 		out = append(out, added...)
 	}
 	data := []byte(strings.Join(out, "\n") + "\n")
-	tmp := filepath.Join(filepath.Dir(s.configFile), "."+filepath.Base(s.configFile)+".tmp")
-	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
+	return replaceFile(s.configFile, data)
+}
+
+// replaceFile replaces the contents of the file at path with data, atomically: data goes to a
+// new file of a unique name made with O_EXCL beside it (os.CreateTemp), so that nothing planted
+// in the directory is followed or overwritten, which is synced and given the file's mode and,
+// where the process may, its owner and group, then renamed over it, and the directory synced.
+// A path that is a symbolic link stays one: its target is replaced. (Redis writes a new file
+// with its umask's mode and renames it over the link.)
+func replaceFile(path string, data []byte) (err error) {
+	if real, err := filepath.EvalSymlinks(path); err == nil {
+		path = real
+	}
+	mode, uid, gid := os.FileMode(0o644), -1, -1
+	if fi, err := os.Stat(path); err == nil {
+		mode = fi.Mode().Perm()
+		uid, gid = fileOwner(fi)
+	}
+	dir := filepath.Dir(path)
+	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
 	if err != nil {
 		return err
 	}
+	defer func() {
+		if err != nil {
+			f.Close()
+			os.Remove(f.Name())
+		}
+	}()
 	if _, err := f.Write(data); err != nil {
-		f.Close()
-		os.Remove(tmp)
 		return err
+	}
+	if err := f.Chmod(mode); err != nil {
+		return err
+	}
+	if uid >= 0 {
+		f.Chown(uid, gid) // best effort: only root (or the owner, for a group it is in) may
 	}
 	if err := f.Sync(); err != nil {
-		f.Close()
-		os.Remove(tmp)
 		return err
 	}
-	f.Close()
-	if err := os.Rename(tmp, s.configFile); err != nil {
-		os.Remove(tmp)
+	if err := f.Close(); err != nil {
 		return err
+	}
+	if err := os.Rename(f.Name(), path); err != nil {
+		return err
+	}
+	if d, err := os.Open(dir); err == nil {
+		d.Sync()
+		d.Close()
 	}
 	return nil
 }

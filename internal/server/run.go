@@ -57,6 +57,8 @@ warning, one line per reason; the few that would mislead are refused with the re
   --io-threads n           event loops serving plain TCP clients on Linux (default 0: one
                            per core but one; -1: a goroutine per connection instead)
   --debug-port n           serve Go's profiles (net/http/pprof) on 127.0.0.1:n (default 0: off)
+  --http-allowed-hosts "name ..."  Host names the metrics and debug ports answer besides
+                           loopback ones and their own address (default none; "*": any)
 
 Monitoring (see README.md):
   --metrics-port n         HTTP port of Prometheus's /metrics and a status page (default 0: off)
@@ -136,12 +138,16 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	s.logStart(file)
 	s.logMemoryLimit()
+	if err := s.checkRoom(); err != nil {
+		s.Shutdown(context.Background())
+		return err
+	}
 	s.limitRuntime()
 	if err := s.openStore(); err != nil {
 		return err
 	}
 	if cfg.DebugPort != 0 {
-		dbg, err := debugport.Start(cfg.DebugPort)
+		dbg, err := debugport.Start(cfg.DebugPort, s.allowedHosts)
 		if err != nil {
 			return fmt.Errorf("server: debug-port: %w", err)
 		}

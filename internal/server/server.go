@@ -214,11 +214,14 @@ func (s *Server) Listen() error {
 			if optional {
 				host = b[1:]
 			}
-			if host == "*" {
+			switch host {
+			case "*":
 				host = ""
+			case "::*":
+				host = "::"
 			}
 			addr := net.JoinHostPort(host, strconv.Itoa(port.n))
-			ln, err := net.Listen("tcp", addr)
+			ln, err := net.Listen(bindNetwork(host), addr)
 			if err != nil {
 				if optional {
 					continue
@@ -277,6 +280,21 @@ func (s *Server) Serve() error {
 		}
 	}
 	return first
+}
+
+// bindNetwork returns the network to listen on for a bind host: "tcp6" for an IPv6 address,
+// which makes the socket IPv6-only as Redis's are (so "0.0.0.0" and "::" can both be bound on
+// one port), "tcp4" for an IPv4 address, and "tcp" otherwise ("*", "localhost"). It maps Redis's
+// "::*", the IPv6 wildcard, to "::".
+func bindNetwork(host string) string {
+	ip := net.ParseIP(host)
+	switch {
+	case ip == nil:
+		return "tcp"
+	case ip.To4() == nil:
+		return "tcp6"
+	}
+	return "tcp4"
 }
 
 // ServeListener serves connections accepted from ln (which the server closes at Shutdown) until
