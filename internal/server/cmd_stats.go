@@ -439,9 +439,13 @@ func (o *opsSampler) sample(now time.Time, total int64) {
 // opsPerSec returns the latest instantaneous_ops_per_sec.
 func (o *opsSampler) opsPerSec() int64 { return int64(o.rate.Load()) }
 
-// totalCommands returns the number of commands processed (as published by the connections).
+// totalCommands returns the number of commands processed (as published by the connections and
+// the replica's applier of its primary's stream).
 func (s *Server) totalCommands() int64 {
 	n := s.stats.commands.Load()
+	if s.applier != nil {
+		n += s.applier.ncmds.Load()
+	}
 	for _, o := range s.clientList() {
 		n += o.ncmds.Load()
 	}

@@ -279,7 +279,12 @@ func (h replHost) Apply(argv [][]byte) {
 	c.w.Truncate(0)
 }
 
-func (h replHost) EndBatch() { h.s.applier.leaveGate() }
+// EndBatch ends a batch of the stream as flush ends a client's: the applier leaves the gate and
+// publishes its statistics, which count the stream's commands as Redis's replicas count them.
+func (h replHost) EndBatch() {
+	h.s.applier.leaveGate()
+	h.s.applier.publish()
+}
 
 func (h replHost) RoleChanged(replica bool) {
 	// A replica applies the stream as a log is replayed (adds counted as the primary counted
