@@ -2,7 +2,6 @@ package server
 
 import (
 	"strings"
-	"time"
 
 	"github.com/bloomd/bloom/internal/pubsub"
 )
@@ -12,10 +11,6 @@ import (
 // event loop is queued on the connection and handed to its loop, which writes it with the
 // loop's other output; one for a connection with its own goroutine is written by a short-lived
 // goroutine, under the connection's write lock.
-
-// maxPushed is how many bytes of undelivered messages a connection may hold before it is closed,
-// as Redis's client-output-buffer-limit for pubsub clients (32mb) does.
-const maxPushed = 32 << 20
 
 func registerPubSub(mx *Mux) {
 	cmd := func(name string, arity int, flags Flags, summary string, h Handler) *Command {
@@ -140,14 +135,21 @@ func (c *Conn) deliver(b []byte, unblock bool) {
 		return // Server.Exec's connection has no client
 	}
 	c.pushMu.Lock()
-	if len(c.pushed)+len(b) > maxPushed && !unblock {
+	if c.obufClosed.Load() || c.closed {
 		c.pushMu.Unlock()
-		c.srv.log.Warn("client too slow to take its published messages; closing it", "client", c.addr)
-		c.kill()
+		return // closed, or closing for its output: nothing more is kept for it
+	}
+	if !unblock && c.outputOver(c.omem()+int64(len(b))) {
+		c.dropPushedLocked()
+		c.pushMu.Unlock()
+		if c.outputLimitReached(false) {
+			c.kill()
+		}
 		return
 	}
 	first := len(c.pushed) == 0 && !c.unblockPending
 	c.pushed = append(c.pushed, b...)
+	c.pushLen.Store(int64(len(c.pushed)))
 	if unblock {
 		c.unblockPending = true
 	}
@@ -172,7 +174,7 @@ func (c *Conn) takePushed() ([]byte, bool) {
 	c.pushMu.Lock()
 	defer c.pushMu.Unlock()
 	b, u := c.pushed, c.unblockPending
-	c.pushed, c.unblockPending = nil, false
+	c.dropPushedLocked()
 	return b, u
 }
 
@@ -182,19 +184,21 @@ func (c *Conn) writePushed() {
 	for {
 		c.pushMu.Lock()
 		b := c.pushed
-		c.pushed, c.unblockPending = nil, false
 		if len(b) == 0 {
 			c.pushWriting = false
 			c.pushMu.Unlock()
 			return
 		}
+		c.outLen.Add(int64(len(b))) // still unwritten output until the socket takes it
+		c.dropPushedLocked()
 		c.pushMu.Unlock()
+		// No deadline: a client that does not read is closed by its output limits (or CLIENT
+		// KILL, or its connection's end), which ends the write.
 		c.outMu.Lock()
-		c.nc.SetWriteDeadline(time.Now().Add(10 * time.Second))
 		n, err := c.nc.Write(b)
 		c.srv.stats.netOut.Add(int64(n))
-		c.nc.SetWriteDeadline(time.Time{})
 		c.outMu.Unlock()
+		c.outLen.Add(-int64(len(b)))
 		if err != nil {
 			c.kill()
 		}
