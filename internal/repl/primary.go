@@ -343,17 +343,28 @@ func (r *Repl) countAcksLocked(offset int64) int {
 	return n
 }
 
+// Acked returns how many online replicas acknowledged offset: what WAIT answers at once.
+func (r *Repl) Acked(offset int64) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.countAcksLocked(offset)
+}
+
 // Wait implements WAIT: it waits until n replicas acknowledged offset (the stream offset after
-// the client's last write), or timeout passes (0: no limit; stop ends the wait too), and returns
-// how many did. It asks the replicas for an acknowledgement at once.
-func (r *Repl) Wait(n int, offset int64, timeout time.Duration, stop <-chan struct{}) int {
+// the client's last write), or timeout passes (0: no limit), and returns how many did; stop
+// (the server's end) or gone (the client's) ends the wait too. It asks the replicas attached
+// for an acknowledgement at once. With none attached it sends nothing, so that the stream's
+// offset does not move (Redis puts the request into its backlog when it has one).
+func (r *Repl) Wait(n int, offset int64, timeout time.Duration, stop, gone <-chan struct{}) int {
 	r.mu.Lock()
 	if got := r.countAcksLocked(offset); got >= n {
 		r.mu.Unlock()
 		return got
 	}
-	r.scratch = resp.AppendCommand(r.scratch[:0], []byte("REPLCONF"), []byte("GETACK"), []byte("*"))
-	r.appendLocked(r.scratch)
+	if len(r.links) > 0 && r.master == nil {
+		r.scratch = resp.AppendCommand(r.scratch[:0], []byte("REPLCONF"), []byte("GETACK"), []byte("*"))
+		r.appendLocked(r.scratch)
+	}
 	r.mu.Unlock()
 	var deadline <-chan time.Time
 	if timeout > 0 {
@@ -376,6 +387,8 @@ func (r *Repl) Wait(n int, offset int64, timeout time.Duration, stop <-chan stru
 			defer r.mu.Unlock()
 			return r.countAcksLocked(offset)
 		case <-stop:
+			return got
+		case <-gone:
 			return got
 		}
 	}

@@ -1,7 +1,11 @@
 package server
 
 import (
+	"errors"
+	"net"
 	"strings"
+	"sync/atomic"
+	"time"
 
 	"github.com/bloomd/bloom/internal/pubsub"
 )
@@ -207,15 +211,84 @@ func (c *Conn) writePushed() {
 
 // block runs fn, which may wait, and replies with what it returns, without holding up the other
 // connections: a connection in an event loop stops running commands until the reply comes
-// (from another goroutine), one with its own goroutine waits in place. Inside EXEC, fn must not
-// wait; block is not called there.
-func (c *Conn) block(fn func() []byte) {
+// (from another goroutine), one with its own goroutine waits in place. fn must stop waiting
+// when gone is closed: the client has left, and nothing is waiting for the reply (as Redis
+// frees a blocked client that disconnects). While fn waits the client counts in INFO's
+// blocked_clients. Inside EXEC, fn must not wait; block is not called there.
+func (c *Conn) block(fn func(gone <-chan struct{}) []byte) {
+	blocked := &c.srv.stats.blocked
+	blocked.Add(1)
 	if c.lp == nil {
-		c.outsideGate(func() { c.w.Raw(fn()) })
+		c.outsideGate(func() {
+			reply := c.watchPeer(fn)
+			blocked.Add(-1)
+			c.w.Raw(reply)
+		})
 		return
 	}
+	if c.gone == nil {
+		c.gone = make(chan struct{}) // closed by the loop when it closes c (dropOutput)
+	}
+	gone := c.gone
 	c.blocked = true
-	go func() { c.deliver(fn(), true) }()
+	go func() {
+		reply := fn(gone)
+		blocked.Add(-1)
+		c.deliver(reply, true) // dropped if c closed meanwhile
+	}()
+}
+
+// watchAhead is the most a connection with its own goroutine reads while it waits in a
+// blocking command (see watchPeer); past it, the client's further requests stay in the socket.
+const watchAhead = 64 << 10
+
+// watchPeer runs fn for a connection with its own goroutine, reading its socket meanwhile so
+// that a client that leaves closes gone, as an event loop sees a blocked client leave. What
+// the client sends meanwhile (requests pipelined behind the blocking one) is kept, and read
+// as if it had come after.
+func (c *Conn) watchPeer(fn func(gone <-chan struct{}) []byte) []byte {
+	if c.nc == nil {
+		return fn(nil)
+	}
+	gone := make(chan struct{})
+	done := make(chan struct{})
+	var ahead []byte
+	var interrupted atomic.Bool
+	// A blocked client is not idle: the timeout setting does not close it (as in Redis).
+	if !c.stopping.Load() {
+		c.nc.SetReadDeadline(time.Time{})
+	}
+	go func() {
+		defer close(done)
+		buf := make([]byte, 4096)
+		for len(ahead) < watchAhead {
+			n, err := c.nc.Read(buf)
+			ahead = append(ahead, buf[:n]...)
+			if err == nil {
+				continue
+			}
+			var ne net.Error
+			if !interrupted.Load() && !(errors.As(err, &ne) && ne.Timeout()) {
+				close(gone) // the client left (or its connection failed or was killed)
+			}
+			// A deadline: ours, once fn returned, or a shutdown's, which ends fn itself.
+			return
+		}
+	}()
+	reply := fn(gone)
+	interrupted.Store(true)
+	c.nc.SetReadDeadline(time.Unix(1, 0)) // ends the read in progress
+	<-done
+	if len(ahead) > 0 {
+		c.srv.stats.netIn.Add(int64(len(ahead)))
+		c.in.ahead = ahead
+	}
+	if c.stopping.Load() {
+		c.nc.SetReadDeadline(time.Now().Add(drainWindow))
+	} else {
+		c.nc.SetReadDeadline(time.Time{}) // beforeRead arms the timeout before the next read
+	}
+	return reply
 }
 
 // closePubSub drops the connection's subscriptions when it ends.

@@ -99,7 +99,7 @@ func (s *Server) appendInfo(b []byte, sec string, c *Conn) []byte {
 		b = field(b, "maxclients", cfg.MaxClients)
 		b = field(b, "client_recent_max_input_buffer", 0)
 		b = field(b, "client_recent_max_output_buffer", s.obufPeak.max(time.Now().Unix()))
-		b = field(b, "blocked_clients", 0)
+		b = field(b, "blocked_clients", s.stats.blocked.Load())
 		b = field(b, "tracking_clients", 0)
 		b = field(b, "clients_in_timeout_table", 0)
 	case "memory":

@@ -113,6 +113,9 @@ type Conn struct {
 	closed         bool   // under pushMu: the connection closed; pushed stays empty
 	hijacked       bool   // the connection was handed over (see hijack); do not close nc
 
+	gone chan struct{}   // event loop: closed when the connection closes, ending its WAIT (see block)
+	in   *countingReader // what the connection reads from (see watchPeer)
+
 	// Unwritten output, for client-output-buffer-limit and CLIENT LIST (outbuf.go).
 	outLen     atomic.Int64 // the socket's backlog: an event loop's out, or what a goroutine is writing
 	pushLen    atomic.Int64 // len(pushed)
@@ -150,7 +153,8 @@ func (s *Server) newConn(nc net.Conn) *Conn {
 func (s *Server) initConn(c *Conn, src io.Reader) *Conn {
 	c.srv, c.id, c.created = s, s.nextID.Add(1), time.Now()
 	if src != nil {
-		src = &countingReader{src, &s.stats.netIn}
+		c.in = &countingReader{r: src, n: &s.stats.netIn}
+		src = c.in
 	}
 	c.rd = resp.NewReader(src)
 	c.rd.Limits.MaxBulk = int(s.maxBulk.Load())
@@ -172,11 +176,17 @@ func (s *Server) initConn(c *Conn, src io.Reader) *Conn {
 // countingReader adds the bytes of each read to a server total (INFO total_net_input_bytes):
 // one atomic add per read system call, whatever the number of commands it brings.
 type countingReader struct {
-	r io.Reader
-	n *atomic.Int64
+	r     io.Reader
+	n     *atomic.Int64
+	ahead []byte // read (and counted) already, while the connection waited (see watchPeer)
 }
 
 func (r *countingReader) Read(p []byte) (int, error) {
+	if len(r.ahead) > 0 {
+		n := copy(p, r.ahead)
+		r.ahead = r.ahead[n:]
+		return n, nil
+	}
 	n, err := r.r.Read(p)
 	if n > 0 {
 		r.n.Add(int64(n))

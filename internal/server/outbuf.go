@@ -171,10 +171,15 @@ func (c *Conn) outputInfo(self bool) (obl, oll, omem, totMem int64) {
 	return obl, oll, omem, omem + c.bufMem.Load() + connOverhead
 }
 
-// dropOutput forgets the output other goroutines queued for c, when it closes.
+// dropOutput forgets the output other goroutines queued for c and ends a WAIT it is blocked
+// in, when it closes.
 func (c *Conn) dropOutput() {
 	c.pushMu.Lock()
 	c.closed = true
 	c.dropPushedLocked()
 	c.pushMu.Unlock()
+	if c.gone != nil {
+		close(c.gone)
+		c.gone = nil
+	}
 }

@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"crypto/tls"
 	"errors"
 	"io"
 	"log/slog"
@@ -409,6 +410,68 @@ func TestClientOutputBufferLimitConfigFile(t *testing.T) {
 	}
 }
 
+// waitClients sends WAIT numreplicas 0 (no timeout) from n new connections to addr, which
+// block since the server has no replica, and returns them.
+func waitClients(t *testing.T, addr string, n int) []*rawClient {
+	var cs []*rawClient
+	for range n {
+		c := dial(t, addr)
+		c.send([]byte("WAIT"), []byte("1"), []byte("0"))
+		cs = append(cs, c)
+	}
+	return cs
+}
+
+// TestWaitClientLeaves blocks clients in WAIT and closes them: bloomd must count them in INFO's
+// blocked_clients while they wait, as redis-server does, and free each waiter, goroutine and
+// all, when its client leaves, in every I/O mode.
+func TestWaitClientLeaves(t *testing.T) {
+	const n = 60
+	check := func(t *testing.T, addr string, bloomd bool) {
+		c := dial(t, addr)
+		before := runtime.NumGoroutine()
+		waiters := waitClients(t, addr, n)
+		blocked := func(want string) bool {
+			return eventually(func() bool { return infoField(t, c, "clients", "blocked_clients") == want })
+		}
+		if !blocked(strconv.Itoa(n)) {
+			t.Errorf("blocked_clients = %s with %d clients in WAIT", infoField(t, c, "clients", "blocked_clients"), n)
+		}
+		for _, w := range waiters {
+			w.nc.Close()
+		}
+		if !blocked("0") {
+			t.Errorf("blocked_clients = %s after the waiting clients left", infoField(t, c, "clients", "blocked_clients"))
+		}
+		if bloomd && !eventually(func() bool { return runtime.NumGoroutine() <= before+2 }) {
+			t.Errorf("%d goroutines after %d waiting clients left, %d before they came", runtime.NumGoroutine(), n, before)
+		}
+	}
+	forEachIOMode(t, func(t *testing.T) { check(t, startServer(t, nil).addr(), true) })
+	t.Run("redis", func(t *testing.T) { check(t, redistest.New(t, nil).Addr, false) })
+}
+
+// TestWaitWithoutReplicas runs WAIT on a primary that has no replica: it answers 0 when its
+// timeout passes, and master_repl_offset stays where it was, on bloomd as on redis-server
+// (there is no replica to send REPLCONF GETACK to).
+func TestWaitWithoutReplicas(t *testing.T) {
+	check := func(t *testing.T, addr string) {
+		c := dial(t, addr)
+		c.do("SET", "k", "v")
+		before := infoField(t, c, "replication", "master_repl_offset")
+		for _, args := range [][]string{{"WAIT", "1", "50"}, {"WAIT", "0", "0"}, {"WAIT", "2", "10"}} {
+			if v := c.do(args...); v.Int != 0 || v.IsError() {
+				t.Errorf("%v = %v, want 0", args, v)
+			}
+		}
+		if after := infoField(t, c, "replication", "master_repl_offset"); after != before {
+			t.Errorf("master_repl_offset went from %s to %s with WAIT and no replica", before, after)
+		}
+	}
+	forEachIOMode(t, func(t *testing.T) { check(t, startServer(t, nil).addr()) })
+	t.Run("redis", func(t *testing.T) { check(t, redistest.New(t, nil).Addr) })
+}
+
 // TestReplicaOutputLimit attaches a replica that stops reading after PSYNC's answer and writes
 // past the replica class's hard limit (set with CONFIG SET): the primary must disconnect it,
 // count it in INFO, and keep no more of the stream for it.
@@ -444,6 +507,59 @@ func TestReplicaOutputLimit(t *testing.T) {
 	if !strings.Contains(log.String(), "flags=S") || !strings.Contains(log.String(), "for overcoming of output buffer limits.") {
 		t.Errorf("no log line for the replica's disconnection:\n%s", log.String())
 	}
+}
+
+// TestWaitPipelined sends requests behind a WAIT in the same write, which a connection with its
+// own goroutine reads while it waits (to see its client leave): they must be answered after
+// WAIT's reply, in order, in every I/O mode and over TLS.
+func TestWaitPipelined(t *testing.T) {
+	const in = "WAIT 1 100\r\nPING\r\nECHO after\r\nWAIT 1 50\r\nPING\r\n"
+	const want = ":0\r\n+PONG\r\n$5\r\nafter\r\n:0\r\n+PONG\r\n"
+	check := func(t *testing.T, nc net.Conn) {
+		nc.SetDeadline(time.Now().Add(10 * time.Second))
+		if _, err := io.WriteString(nc, in); err != nil {
+			t.Fatal(err)
+		}
+		got := make([]byte, len(want))
+		if _, err := io.ReadFull(nc, got); err != nil || string(got) != want {
+			t.Fatalf("replies %q, %v; want %q", got, err, want)
+		}
+	}
+	forEachIOMode(t, func(t *testing.T) { check(t, dial(t, startServer(t, nil).addr()).nc) })
+	t.Run("tls", func(t *testing.T) {
+		dir := t.TempDir()
+		certFile, keyFile := selfSigned(t, dir)
+		s := startServer(t, func(c *Config) { c.TLSCertFile, c.TLSKeyFile = certFile, keyFile })
+		cert, err := tls.LoadX509KeyPair(certFile, keyFile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ln = tls.NewListener(ln, &tls.Config{Certificates: []tls.Certificate{cert}})
+		if err := s.addListener(ln); err != nil {
+			t.Fatal(err)
+		}
+		go s.acceptLoop(ln)
+		nc, err := tls.Dial("tcp", ln.Addr().String(), &tls.Config{InsecureSkipVerify: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer nc.Close()
+		check(t, nc)
+		// A TLS client that leaves while it waits frees its waiter too.
+		c := dial(t, s.addr())
+		io.WriteString(nc, "WAIT 1 0\r\n")
+		if !eventually(func() bool { return infoField(t, c, "clients", "blocked_clients") == "1" }) {
+			t.Fatal("the TLS client's WAIT is not counted in blocked_clients")
+		}
+		nc.Close()
+		if !eventually(func() bool { return infoField(t, c, "clients", "blocked_clients") == "0" }) {
+			t.Fatal("the TLS client left, but its WAIT still counts in blocked_clients")
+		}
+	})
 }
 
 // TestLargeReplyOverNormalLimit gives the normal class a 100kb hard limit and asks for a 200 KB

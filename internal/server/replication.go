@@ -402,13 +402,14 @@ func waitCmd(c *Conn, args [][]byte) {
 		return
 	}
 	offset := c.woff
-	if c.inExclusive {
-		// Inside EXEC, WAIT does not block, as in Redis.
-		c.w.Int(int64(s.repl.Wait(int(n), offset, time.Nanosecond, s.done)))
+	if got := s.repl.Acked(offset); got >= int(n) || c.inExclusive {
+		// Enough replicas already, or inside EXEC, where WAIT does not block: the count at
+		// once, as in Redis.
+		c.w.Int(int64(got))
 		return
 	}
-	c.block(func() []byte {
-		return resp.AppendInt(nil, int64(s.repl.Wait(int(n), offset, time.Duration(ms)*time.Millisecond, s.done)))
+	c.block(func(gone <-chan struct{}) []byte {
+		return resp.AppendInt(nil, int64(s.repl.Wait(int(n), offset, time.Duration(ms)*time.Millisecond, s.done, gone)))
 	})
 }
 

@@ -65,6 +65,7 @@ type Server struct {
 		fsyncNs                                         atomic.Int64      // total time of the log's fsyncs
 		fsyncs                                          metrics.Histogram // each fsync's duration
 		obufDisconnects                                 atomic.Int64      // clients closed for their output (outbuf.go)
+		blocked                                         atomic.Int64      // clients waiting in WAIT: INFO's blocked_clients
 	}
 	obufLimits atomic.Pointer[outbuf.Limits] // client-output-buffer-limit
 	obufPeak   peakRing                      // client_recent_max_output_buffer
