@@ -110,15 +110,21 @@ func (c *Conn) closeForOutput() {
 // is recorded for INFO's client_recent_max_output_buffer.
 func (s *Server) checkOutputLimits(now time.Time) {
 	var peak int64
-	for _, c := range s.clientList() {
+	var over []*Conn
+	s.connsMu.Lock() // a walk of the map allocates nothing, unlike a copy of it
+	for c := range s.conns {
 		used := c.omem()
 		peak = max(peak, used)
 		if used == 0 && c.softSince.Load() == 0 || c.obufClosed.Load() {
 			continue
 		}
 		if c.outputOver(used) {
-			c.closeForOutput()
+			over = append(over, c)
 		}
+	}
+	s.connsMu.Unlock()
+	for _, c := range over {
+		c.closeForOutput()
 	}
 	s.obufPeak.record(now.Unix(), peak)
 }
