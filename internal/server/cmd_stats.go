@@ -308,17 +308,24 @@ func (s *Server) stopMonitor(c *Conn) {
 // connection's own replies; each write is whole lines.
 func (m *monitor) writeLoop() {
 	for range m.wake {
-		b := m.take()
-		if len(b) > 0 {
-			m.c.outLen.Add(int64(len(b))) // unwritten until the socket takes it
-			n, err := m.c.nc.Write(b)
-			m.c.outLen.Add(-int64(len(b)))
-			m.c.srv.stats.netOut.Add(int64(n))
-			if err != nil {
-				return
-			}
+		if !m.writeFeed() {
+			return
 		}
 	}
+	m.writeFeed() // what was fed before the monitor stopped (RESET)
+}
+
+// writeFeed writes the feed not yet written, and reports whether the connection took it.
+func (m *monitor) writeFeed() bool {
+	b := m.take()
+	if len(b) == 0 {
+		return true
+	}
+	m.c.outLen.Add(int64(len(b))) // unwritten until the socket takes it
+	n, err := m.c.nc.Write(b)
+	m.c.outLen.Add(-int64(len(b)))
+	m.c.srv.stats.netOut.Add(int64(n))
+	return err == nil
 }
 
 // take returns the feed not yet written.
