@@ -74,5 +74,8 @@
 //
 // A Repl is safe for concurrent use. Feed is called with the server's write locks held and
 // only appends to memory; every socket is served by the package's own goroutines. The server
-// supplies what the package cannot do itself through Host.
+// supplies what the package cannot do itself through Host. The stream waiting for a replica is
+// bounded by the replica class of client-output-buffer-limit (Config.OutputLimit, Redis's
+// rules, internal/outbuf): a replica past it is disconnected, and resynchronises when it comes
+// back (internal/server's TestReplicaOutputLimit).
 package repl

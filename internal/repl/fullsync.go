@@ -94,6 +94,10 @@ func (r *Repl) fullSync(l *link, info ReplicaInfo) error {
 	return nil
 }
 
+// maxAttachCopy bounds the copy of the backlog that a replica attaching to a snapshot already
+// being sent takes as its buffer; a replica further behind waits for the next snapshot.
+const maxAttachCopy = 256 << 20
+
 // attachLocked attaches l to the current snapshot if it can and returns it, or nil: the
 // snapshot's history must still be this server's, and the backlog must hold the stream from the
 // snapshot's instant, which becomes l's buffer.
@@ -103,8 +107,11 @@ func (r *Repl) attachLocked(l *link) *syncJob {
 		return nil
 	}
 	data, ok := r.backlogFromLocked(j.offset + 1)
-	if !ok || len(data) > maxLinkBuffer {
+	if !ok || len(data) > maxAttachCopy {
 		return nil
+	}
+	if lim := r.outputLimitLocked(); lim.Hard != 0 && uint64(len(data)) > lim.Hard {
+		return nil // the replica would start over its output limit
 	}
 	l.buf = data
 	l.job = j

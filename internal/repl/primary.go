@@ -2,6 +2,7 @@ package repl
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"slices"
@@ -11,13 +12,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/bloomd/bloom/internal/outbuf"
 	"github.com/bloomd/bloom/internal/resp"
 )
-
-// maxLinkBuffer bounds the stream bytes waiting for one replica (Redis's
-// client-output-buffer-limit for replicas is 256mb): a replica that falls further behind is
-// disconnected, and later resynchronised.
-const maxLinkBuffer = 256 << 20
 
 // The states of an attached replica, as INFO names them.
 const (
@@ -40,10 +37,12 @@ type link struct {
 	job      *syncJob
 	assigned chan *syncJob
 
-	bufMu  sync.Mutex
-	buf    []byte // stream bytes not yet written
-	over   bool   // buf passed maxLinkBuffer
-	signal chan struct{}
+	bufMu     sync.Mutex
+	buf       []byte       // stream bytes not yet written
+	sending   int          // bytes taken from buf that stream is writing
+	over      bool         // the replica passed its output limit: the link is closed
+	softSince atomic.Int64 // see outbuf.Limit.Over
+	signal    chan struct{}
 
 	ack     atomic.Int64 // offset the replica acknowledged
 	ackTime atomic.Int64 // unix ns of the last acknowledgement
@@ -51,14 +50,28 @@ type link struct {
 	done    chan struct{}
 }
 
-// add queues stream bytes for the replica. Called under r.mu.
+// add queues stream bytes for the replica. Called under r.mu. A replica whose unwritten
+// stream (including, during a full sync, all the writes since its snapshot's instant) passes
+// the replica class of client-output-buffer-limit is disconnected, and resynchronises later,
+// as Redis disconnects it.
 func (l *link) add(b []byte) {
 	l.bufMu.Lock()
-	if len(l.buf)+len(b) > maxLinkBuffer {
-		l.over = true
-	} else {
-		l.buf = append(l.buf, b...)
+	if l.over {
+		l.bufMu.Unlock()
+		return
 	}
+	used := int64(len(l.buf) + l.sending + len(b))
+	if lim := l.r.outputLimitLocked(); !lim.Off() && lim.Over(used, unixSeconds, &l.softSince) {
+		l.over = true
+		l.buf = nil
+		l.bufMu.Unlock()
+		l.r.obufDrops.Add(1)
+		l.r.log.Warn(fmt.Sprintf("Client addr=%s laddr=%s flags=S omem=%d cmd=psync scheduled to be closed ASAP for overcoming of output buffer limits.",
+			l.nc.RemoteAddr(), l.nc.LocalAddr(), used))
+		l.close()
+		return
+	}
+	l.buf = append(l.buf, b...)
 	l.bufMu.Unlock()
 	select {
 	case l.signal <- struct{}{}:
@@ -209,14 +222,18 @@ func (r *Repl) stream(l *link) {
 	drain:
 		l.bufMu.Lock()
 		out, l.buf = l.buf, out[:0]
+		l.sending = len(out)
 		over := l.over
 		l.bufMu.Unlock()
 		if over {
-			r.log.Warn("replica fell too far behind (256mb of stream waiting); disconnecting it", "replica", l.nc.RemoteAddr())
-			return
+			return // closed by add, which said why
 		}
 		if len(out) > 0 {
-			if _, err := w.Write(out); err != nil {
+			_, err := w.Write(out)
+			l.bufMu.Lock()
+			l.sending = 0
+			l.bufMu.Unlock()
+			if err != nil {
 				r.log.Info("connection with a replica lost", "replica", l.nc.RemoteAddr(), "err", err)
 				return
 			}
@@ -298,17 +315,28 @@ func (r *Repl) countAcksLocked(offset int64) int {
 	return n
 }
 
+// Acked returns how many online replicas acknowledged offset: what WAIT answers at once.
+func (r *Repl) Acked(offset int64) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.countAcksLocked(offset)
+}
+
 // Wait implements WAIT: it waits until n replicas acknowledged offset (the stream offset after
-// the client's last write), or timeout passes (0: no limit; stop ends the wait too), and returns
-// how many did. It asks the replicas for an acknowledgement at once.
-func (r *Repl) Wait(n int, offset int64, timeout time.Duration, stop <-chan struct{}) int {
+// the client's last write), or timeout passes (0: no limit), and returns how many did; stop
+// (the server's end) or gone (the client's) ends the wait too. It asks the replicas attached
+// for an acknowledgement at once. With none attached it sends nothing, so that the stream's
+// offset does not move (Redis puts the request into its backlog when it has one).
+func (r *Repl) Wait(n int, offset int64, timeout time.Duration, stop, gone <-chan struct{}) int {
 	r.mu.Lock()
 	if got := r.countAcksLocked(offset); got >= n {
 		r.mu.Unlock()
 		return got
 	}
-	r.scratch = resp.AppendCommand(r.scratch[:0], []byte("REPLCONF"), []byte("GETACK"), []byte("*"))
-	r.appendLocked(r.scratch)
+	if len(r.links) > 0 && r.master == nil {
+		r.scratch = resp.AppendCommand(r.scratch[:0], []byte("REPLCONF"), []byte("GETACK"), []byte("*"))
+		r.appendLocked(r.scratch)
+	}
 	r.mu.Unlock()
 	var deadline <-chan time.Time
 	if timeout > 0 {
@@ -332,9 +360,28 @@ func (r *Repl) Wait(n int, offset int64, timeout time.Duration, stop <-chan stru
 			return r.countAcksLocked(offset)
 		case <-stop:
 			return got
+		case <-gone:
+			return got
 		}
 	}
 }
+
+// outputLimitLocked returns the replica class's output limit, its hard limit raised to the
+// backlog's size when it is smaller, as Redis does (a replica that the backlog could continue
+// would otherwise be disconnected).
+func (r *Repl) outputLimitLocked() outbuf.Limit {
+	lim := r.cfg.OutputLimit
+	if lim.Hard != 0 && lim.Hard < uint64(r.cfg.BacklogSize) {
+		lim.Hard = uint64(r.cfg.BacklogSize)
+	}
+	return lim
+}
+
+// OutputLimitDisconnections returns how many replicas were disconnected for their output
+// limit, for INFO's client_output_buffer_limit_disconnections.
+func (r *Repl) OutputLimitDisconnections() int64 { return r.obufDrops.Load() }
+
+func unixSeconds() int64 { return time.Now().Unix() }
 
 // goodLocked counts the online replicas whose last acknowledgement is at most
 // min-replicas-max-lag seconds old.

@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/bloomd/bloom/internal/outbuf"
 	"github.com/bloomd/bloom/internal/resp"
 )
 
@@ -69,12 +70,15 @@ type Config struct {
 	BindSourceAddr     string // bind-source-addr: the local address of outgoing connections
 	// TempDir is where a replica keeps the snapshot of a full sync until it has all of it.
 	TempDir string
+	// OutputLimit is client-output-buffer-limit's replica class: how far a replica may fall
+	// behind (see link.add).
+	OutputLimit outbuf.Limit
 }
 
 // DefaultConfig returns Redis's defaults.
 func DefaultConfig() Config {
 	return Config{ReplicaReadOnly: true, ServeStaleData: true, ReplicaPriority: 100, BacklogSize: 1 << 20,
-		Timeout: 60, MinReplicasMaxLag: 10, TempDir: "."}
+		Timeout: 60, MinReplicasMaxLag: 10, TempDir: ".", OutputLimit: outbuf.Default()[outbuf.Replica]}
 }
 
 // A Repl is one server's replication state: its history (ID, offset, backlog), the replicas
@@ -95,7 +99,8 @@ type Repl struct {
 	master      *masterLink   // non-nil while a replica
 	scratch     []byte
 	fullSyncs   int64
-	sync        syncState // full syncs: the shared snapshot and the replicas waiting for one
+	sync        syncState    // full syncs: the shared snapshot and the replicas waiting for one
+	obufDrops   atomic.Int64 // replicas disconnected for their output limit
 	partialOK   int64
 	partialErr  int64
 	closed      bool

@@ -28,6 +28,9 @@ func (w *Writer) Reset(dst io.Writer) { w.dst, w.buf, w.err = dst, w.buf[:0], ni
 // Buffered returns the number of bytes not yet flushed.
 func (w *Writer) Buffered() int { return len(w.buf) }
 
+// Cap returns the capacity of the buffer, for reporting memory.
+func (w *Writer) Cap() int { return cap(w.buf) }
+
 // Err returns the first error a Flush met, if any.
 func (w *Writer) Err() error { return w.err }
 

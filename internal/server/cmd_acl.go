@@ -177,7 +177,7 @@ func (c *Conn) logDenial(r acl.Result, object, user string, cmd *Command) {
 	}
 	c.publish()
 	c.cur.Store(cmd)
-	c.srv.acl.log.Add(r, ctx, object, user, strings.TrimSuffix(c.info(time.Now()), "\n"), time.Now())
+	c.srv.acl.log.Add(r, ctx, object, user, strings.TrimSuffix(c.info(time.Now(), true), "\n"), time.Now())
 }
 
 // aclAllows checks the connection's user before a command runs. Connections without a user

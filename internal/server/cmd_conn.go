@@ -239,8 +239,9 @@ func clientSetInfoCmd(c *Conn, args [][]byte) {
 	c.w.OK()
 }
 
-// info formats the connection as a line of CLIENT LIST.
-func (c *Conn) info(now time.Time) string {
+// info formats the connection as a line of CLIENT LIST; self is set for the connection that
+// asks (see outputInfo).
+func (c *Conn) info(now time.Time, self bool) string {
 	c.infoMu.Lock()
 	name, libName, libVer := c.name, c.libName, c.libVer
 	c.infoMu.Unlock()
@@ -253,8 +254,9 @@ func (c *Conn) info(now time.Time) string {
 	if a := c.acct.Load(); a != nil {
 		user = a.Name()
 	}
-	return fmt.Sprintf("id=%d addr=%s laddr=%s name=%s age=%d idle=%d flags=%s db=0 cmd=%s user=%s resp=%d lib-name=%s lib-ver=%s\n",
-		c.id, c.addr, c.laddr, name, int64(now.Sub(c.created).Seconds()), max(idle, 0), c.flagString(), cmd, user, c.proto.Load(), libName, libVer)
+	obl, oll, omem, totMem := c.outputInfo(self)
+	return fmt.Sprintf("id=%d addr=%s laddr=%s name=%s age=%d idle=%d flags=%s db=0 obl=%d oll=%d omem=%d tot-mem=%d cmd=%s user=%s resp=%d lib-name=%s lib-ver=%s\n",
+		c.id, c.addr, c.laddr, name, int64(now.Sub(c.created).Seconds()), max(idle, 0), c.flagString(), obl, oll, omem, totMem, cmd, user, c.proto.Load(), libName, libVer)
 }
 
 func (s *Server) clientList() []*Conn {
@@ -308,7 +310,7 @@ func clientListCmd(c *Conn, args [][]byte) {
 	now := time.Now()
 	for _, o := range c.srv.liveClients() {
 		if (ids == nil || ids[o.id]) && (typ == "" || o.isType(typ)) {
-			sb.WriteString(o.info(now))
+			sb.WriteString(o.info(now, o == c))
 		}
 	}
 	c.w.Verbatim(sb.String())
@@ -316,7 +318,7 @@ func clientListCmd(c *Conn, args [][]byte) {
 
 func clientInfoCmd(c *Conn, args [][]byte) {
 	c.publish()
-	c.w.Verbatim(c.info(time.Now()))
+	c.w.Verbatim(c.info(time.Now(), true))
 }
 
 // clientKillCmd implements CLIENT KILL addr (the old form) and CLIENT KILL with filters

@@ -1,7 +1,10 @@
 package server
 
 import (
+	"errors"
+	"net"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/bloomd/bloom/internal/pubsub"
@@ -12,10 +15,6 @@ import (
 // event loop is queued on the connection and handed to its loop, which writes it with the
 // loop's other output; one for a connection with its own goroutine is written by a short-lived
 // goroutine, under the connection's write lock.
-
-// maxPushed is how many bytes of undelivered messages a connection may hold before it is closed,
-// as Redis's client-output-buffer-limit for pubsub clients (32mb) does.
-const maxPushed = 32 << 20
 
 func registerPubSub(mx *Mux) {
 	cmd := func(name string, arity int, flags Flags, summary string, h Handler) *Command {
@@ -144,14 +143,21 @@ func (c *Conn) deliver(b []byte, unblock bool) {
 		return // Server.Exec's connection has no client
 	}
 	c.pushMu.Lock()
-	if len(c.pushed)+len(b) > maxPushed && !unblock {
+	if c.obufClosed.Load() || c.closed {
 		c.pushMu.Unlock()
-		c.srv.log.Warn("client too slow to take its published messages; closing it", "client", c.addr)
-		c.kill()
+		return // closed, or closing for its output: nothing more is kept for it
+	}
+	if !unblock && c.outputOver(c.omem()+int64(len(b))) {
+		c.dropPushedLocked()
+		c.pushMu.Unlock()
+		if c.outputLimitReached(false) {
+			c.kill()
+		}
 		return
 	}
 	first := len(c.pushed) == 0 && !c.unblockPending
 	c.pushed = append(c.pushed, b...)
+	c.pushLen.Store(int64(len(c.pushed)))
 	if unblock {
 		c.unblockPending = true
 	}
@@ -176,7 +182,7 @@ func (c *Conn) takePushed() ([]byte, bool) {
 	c.pushMu.Lock()
 	defer c.pushMu.Unlock()
 	b, u := c.pushed, c.unblockPending
-	c.pushed, c.unblockPending = nil, false
+	c.dropPushedLocked()
 	return b, u
 }
 
@@ -186,19 +192,21 @@ func (c *Conn) writePushed() {
 	for {
 		c.pushMu.Lock()
 		b := c.pushed
-		c.pushed, c.unblockPending = nil, false
 		if len(b) == 0 {
 			c.pushWriting = false
 			c.pushMu.Unlock()
 			return
 		}
+		c.outLen.Add(int64(len(b))) // still unwritten output until the socket takes it
+		c.dropPushedLocked()
 		c.pushMu.Unlock()
+		// No deadline: a client that does not read is closed by its output limits (or CLIENT
+		// KILL, or its connection's end), which ends the write.
 		c.outMu.Lock()
-		c.nc.SetWriteDeadline(time.Now().Add(10 * time.Second))
 		n, err := c.nc.Write(b)
 		c.srv.stats.netOut.Add(int64(n))
-		c.nc.SetWriteDeadline(time.Time{})
 		c.outMu.Unlock()
+		c.outLen.Add(-int64(len(b)))
 		if err != nil {
 			c.kill()
 		}
@@ -207,15 +215,84 @@ func (c *Conn) writePushed() {
 
 // block runs fn, which may wait, and replies with what it returns, without holding up the other
 // connections: a connection in an event loop stops running commands until the reply comes
-// (from another goroutine), one with its own goroutine waits in place. Inside EXEC, fn must not
-// wait; block is not called there.
-func (c *Conn) block(fn func() []byte) {
+// (from another goroutine), one with its own goroutine waits in place. fn must stop waiting
+// when gone is closed: the client has left, and nothing is waiting for the reply (as Redis
+// frees a blocked client that disconnects). While fn waits the client counts in INFO's
+// blocked_clients. Inside EXEC, fn must not wait; block is not called there.
+func (c *Conn) block(fn func(gone <-chan struct{}) []byte) {
+	blocked := &c.srv.stats.blocked
+	blocked.Add(1)
 	if c.lp == nil {
-		c.outsideGate(func() { c.w.Raw(fn()) })
+		c.outsideGate(func() {
+			reply := c.watchPeer(fn)
+			blocked.Add(-1)
+			c.w.Raw(reply)
+		})
 		return
 	}
+	if c.gone == nil {
+		c.gone = make(chan struct{}) // closed by the loop when it closes c (dropOutput)
+	}
+	gone := c.gone
 	c.blocked = true
-	go func() { c.deliver(fn(), true) }()
+	go func() {
+		reply := fn(gone)
+		blocked.Add(-1)
+		c.deliver(reply, true) // dropped if c closed meanwhile
+	}()
+}
+
+// watchAhead is the most a connection with its own goroutine reads while it waits in a
+// blocking command (see watchPeer); past it, the client's further requests stay in the socket.
+const watchAhead = 64 << 10
+
+// watchPeer runs fn for a connection with its own goroutine, reading its socket meanwhile so
+// that a client that leaves closes gone, as an event loop sees a blocked client leave. What
+// the client sends meanwhile (requests pipelined behind the blocking one) is kept, and read
+// as if it had come after.
+func (c *Conn) watchPeer(fn func(gone <-chan struct{}) []byte) []byte {
+	if c.nc == nil {
+		return fn(nil)
+	}
+	gone := make(chan struct{})
+	done := make(chan struct{})
+	var ahead []byte
+	var interrupted atomic.Bool
+	// A blocked client is not idle: the timeout setting does not close it (as in Redis).
+	if !c.stopping.Load() {
+		c.nc.SetReadDeadline(time.Time{})
+	}
+	go func() {
+		defer close(done)
+		buf := make([]byte, 4096)
+		for len(ahead) < watchAhead {
+			n, err := c.nc.Read(buf)
+			ahead = append(ahead, buf[:n]...)
+			if err == nil {
+				continue
+			}
+			var ne net.Error
+			if !interrupted.Load() && !(errors.As(err, &ne) && ne.Timeout()) {
+				close(gone) // the client left (or its connection failed or was killed)
+			}
+			// A deadline: ours, once fn returned, or a shutdown's, which ends fn itself.
+			return
+		}
+	}()
+	reply := fn(gone)
+	interrupted.Store(true)
+	c.nc.SetReadDeadline(time.Unix(1, 0)) // ends the read in progress
+	<-done
+	if len(ahead) > 0 {
+		c.srv.stats.netIn.Add(int64(len(ahead)))
+		c.in.ahead = ahead
+	}
+	if c.stopping.Load() {
+		c.nc.SetReadDeadline(time.Now().Add(drainWindow))
+	} else {
+		c.nc.SetReadDeadline(time.Time{}) // beforeRead arms the timeout before the next read
+	}
+	return reply
 }
 
 // closePubSub drops the connection's subscriptions when it ends.

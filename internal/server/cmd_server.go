@@ -96,8 +96,8 @@ func (s *Server) appendInfo(b []byte, sec string, c *Conn) []byte {
 		b = field(b, "cluster_connections", 0)
 		b = field(b, "maxclients", cfg.MaxClients)
 		b = field(b, "client_recent_max_input_buffer", 0)
-		b = field(b, "client_recent_max_output_buffer", 0)
-		b = field(b, "blocked_clients", 0)
+		b = field(b, "client_recent_max_output_buffer", s.obufPeak.max(time.Now().Unix()))
+		b = field(b, "blocked_clients", s.stats.blocked.Load())
 		b = field(b, "tracking_clients", 0)
 		b = field(b, "clients_in_timeout_table", 0)
 	case "memory":
@@ -168,6 +168,7 @@ func (s *Server) appendInfo(b []byte, sec string, c *Conn) []byte {
 		b = field(b, "expired_keys", s.stats.expired.Load())
 		b = field(b, "evicted_keys", 0)
 		b = field(b, "evicted_clients", 0)
+		b = field(b, "client_output_buffer_limit_disconnections", s.stats.obufDisconnects.Load()+s.repl.OutputLimitDisconnections())
 		b = field(b, "keyspace_hits", 0)
 		b = field(b, "keyspace_misses", 0)
 		b = field(b, "pubsub_channels", 0)

@@ -251,15 +251,16 @@ func memoryStatsCmd(c *Conn, _ [][]byte) {
 // formatted once and appended to buf, which the monitor's connection writes (its event loop,
 // woken for it, or a writer goroutine).
 type monitor struct {
-	c       *Conn
-	mu      sync.Mutex
-	buf     []byte
-	dropped bool          // buf passed maxMonitorBuf: the monitor is closed, as Redis closes a slow one
-	wake    chan struct{} // goroutine-served connections: tells the writer there is output
+	c    *Conn
+	mu   sync.Mutex
+	buf  []byte        // its length is also c.monLen
+	wake chan struct{} // goroutine-served connections: tells the writer there is output
 }
 
-// maxMonitorBuf is the most output a monitor may leave unwritten before it is disconnected
-// (Redis's client-output-buffer-limit for replicas and monitors is 256mb; a quarter is plenty).
+// maxMonitorBuf is the most output a MONITOR client may leave unwritten before it is closed,
+// whatever client-output-buffer-limit says (see Conn.outputOver). Redis counts MONITOR clients
+// in the normal class, unlimited by default, so that one that does not read can take all
+// the memory there is.
 const maxMonitorBuf = 64 << 20
 
 func monitorCmd(c *Conn, _ [][]byte) {
@@ -310,18 +311,24 @@ func (s *Server) stopMonitor(c *Conn) {
 // connection's own replies; each write is whole lines.
 func (m *monitor) writeLoop() {
 	for range m.wake {
-		m.mu.Lock()
-		b := m.buf
-		m.buf = nil
-		m.mu.Unlock()
-		if len(b) > 0 {
-			n, err := m.c.nc.Write(b)
-			m.c.srv.stats.netOut.Add(int64(n))
-			if err != nil {
-				return
-			}
+		if !m.writeFeed() {
+			return
 		}
 	}
+	m.writeFeed() // what was fed before the monitor stopped (RESET)
+}
+
+// writeFeed writes the feed not yet written, and reports whether the connection took it.
+func (m *monitor) writeFeed() bool {
+	b := m.take()
+	if len(b) == 0 {
+		return true
+	}
+	m.c.outLen.Add(int64(len(b))) // unwritten until the socket takes it
+	n, err := m.c.nc.Write(b)
+	m.c.outLen.Add(-int64(len(b)))
+	m.c.srv.stats.netOut.Add(int64(n))
+	return err == nil
 }
 
 // take returns the feed not yet written.
@@ -330,6 +337,7 @@ func (m *monitor) take() []byte {
 	defer m.mu.Unlock()
 	b := m.buf
 	m.buf = nil
+	m.c.monLen.Store(0)
 	return b
 }
 
@@ -352,18 +360,22 @@ func (s *Server) feedMonitors(c *Conn, args [][]byte) {
 	s.monMu.Lock()
 	defer s.monMu.Unlock()
 	for _, m := range s.monList {
+		if m.c.obufClosed.Load() {
+			continue
+		}
 		m.mu.Lock()
 		first := len(m.buf) == 0
-		if len(m.buf)+len(line) > maxMonitorBuf {
-			if !m.dropped {
-				m.dropped = true
-				s.log.Warn("closing a MONITOR client that does not read its output", "client", m.c.addr)
+		if m.c.outputOver(m.c.omem() + int64(len(line))) {
+			m.buf = nil
+			m.c.monLen.Store(0)
+			m.mu.Unlock()
+			if m.c.outputLimitReached(false) {
 				go m.c.kill()
 			}
-			m.mu.Unlock()
 			continue
 		}
 		m.buf = append(m.buf, line...)
+		m.c.monLen.Store(int64(len(m.buf)))
 		m.mu.Unlock()
 		if !first {
 			continue // already signalled

@@ -17,6 +17,7 @@ import (
 	"github.com/bloomd/bloom/internal/persist"
 
 	"github.com/bloomd/bloom/internal/memlimit"
+	"github.com/bloomd/bloom/internal/outbuf"
 	"github.com/bloomd/bloom/internal/repl"
 )
 
@@ -48,6 +49,9 @@ type Config struct {
 	LogLevel        string // debug, verbose, notice, warning or nothing
 	LogFile         string // "" means standard error
 	ProtoMaxBulkLen int64  // longest bulk string a request may carry
+	// ClientOutputBufferLimit (client-output-buffer-limit) bounds the output a client leaves
+	// unread, per class of client (internal/outbuf; applied in outbuf.go and internal/repl).
+	ClientOutputBufferLimit outbuf.Limits
 
 	// Durability (internal/persist; see persistence.go), with redis.conf's names and meanings.
 	AppendOnly            bool               // appendonly: log every write
@@ -122,6 +126,8 @@ func DefaultConfig() Config {
 		LogLevel:        "notice",
 		ProtoMaxBulkLen: 512 << 20,
 		TCPKeepAlive:    300,
+
+		ClientOutputBufferLimit: outbuf.Default(),
 
 		AppendOnly:            pd.AppendOnly,
 		AppendFsync:           pd.AppendFsync,

@@ -85,7 +85,6 @@ var redisOnly = map[string]string{
 	"lazyfree-lazy-server-del":    "bloomd frees memory through Go's garbage collector",
 	"lazyfree-lazy-user-del":      "bloomd frees memory through Go's garbage collector",
 	"lazyfree-lazy-user-flush":    "bloomd frees memory through Go's garbage collector",
-	"client-output-buffer-limit":  "bloomd does not limit output buffers",
 	"client-query-buffer-limit":   "bloomd limits requests with proto-max-bulk-len",
 	"tracking-table-max-keys":     "bloomd has no client-side caching",
 	"hz":                          "bloomd's background tasks run ten times a second",

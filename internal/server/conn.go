@@ -111,7 +111,19 @@ type Conn struct {
 	pushed         []byte // under pushMu: bytes for the client from other goroutines
 	unblockPending bool   // under pushMu: pushed ends the blocking command
 	pushWriting    bool   // under pushMu: a goroutine writes pushed to nc (own-goroutine connections)
+	closed         bool   // under pushMu: the connection closed; pushed stays empty
 	hijacked       bool   // the connection was handed over (see hijack); do not close nc
+
+	gone chan struct{}   // event loop: closed when the connection closes, ending its WAIT (see block)
+	in   *countingReader // what the connection reads from (see watchPeer)
+
+	// Unwritten output, for client-output-buffer-limit and CLIENT LIST (outbuf.go).
+	outLen     atomic.Int64 // the socket's backlog: an event loop's out, or what a goroutine is writing
+	pushLen    atomic.Int64 // len(pushed)
+	monLen     atomic.Int64 // the MONITOR feed not yet taken
+	softSince  atomic.Int64 // when the soft limit was first reached (outbuf.Limit.Over)
+	obufClosed atomic.Bool  // closed for its output
+	bufMem     atomic.Int64 // the read and reply buffers' sizes, published with the statistics
 
 	// Replication (replication.go).
 	replApplier bool                          // Exec's or the primary stream's client: exempt from READONLY and LOADING
@@ -143,7 +155,8 @@ func (s *Server) newConn(nc net.Conn) *Conn {
 func (s *Server) initConn(c *Conn, src io.Reader) *Conn {
 	c.srv, c.id, c.created = s, s.nextID.Add(1), time.Now()
 	if src != nil {
-		src = &countingReader{src, &s.stats.netIn}
+		c.in = &countingReader{r: src, n: &s.stats.netIn}
+		src = c.in
 	}
 	c.rd = resp.NewReader(src)
 	c.rd.Limits.MaxBulk = int(s.maxBulk.Load())
@@ -165,11 +178,17 @@ func (s *Server) initConn(c *Conn, src io.Reader) *Conn {
 // countingReader adds the bytes of each read to a server total (INFO total_net_input_bytes):
 // one atomic add per read system call, whatever the number of commands it brings.
 type countingReader struct {
-	r io.Reader
-	n *atomic.Int64
+	r     io.Reader
+	n     *atomic.Int64
+	ahead []byte // read (and counted) already, while the connection waited (see watchPeer)
 }
 
 func (r *countingReader) Read(p []byte) (int, error) {
+	if len(r.ahead) > 0 {
+		n := copy(p, r.ahead)
+		r.ahead = r.ahead[n:]
+		return n, nil
+	}
 	n, err := r.r.Read(p)
 	if n > 0 {
 		r.n.Add(int64(n))
@@ -271,6 +290,7 @@ func (c *Conn) publish() {
 	if c.pendingCmds > 0 {
 		c.ncmds.Add(c.pendingCmds)
 		c.cur.Store(c.lastRun)
+		c.bufMem.Store(int64(c.rd.BufferSize() + c.w.Cap()))
 		c.pendingCmds = 0
 	}
 }
@@ -295,13 +315,32 @@ func (c *Conn) flush() error {
 	}
 	c.outMu.Lock()
 	defer c.outMu.Unlock()
+	if n := int64(c.w.Buffered()); n >= flushAt {
+		return c.flushLarge(n)
+	}
 	return c.w.Flush()
+}
+
+// flushLarge writes a batch of replies of n bytes, at least flushAt, which counts against the
+// client's output limit while the socket takes it (see outbuf.go); outMu is held.
+func (c *Conn) flushLarge(n int64) error {
+	if c.outputOver(c.omem() + n) {
+		c.outputLimitReached(true)
+		c.w.Truncate(0)
+		c.nc.Close()
+		return errOutputLimit
+	}
+	c.outLen.Add(n)
+	err := c.w.Flush()
+	c.outLen.Add(-n)
+	return err
 }
 
 func (c *Conn) close() {
 	c.leaveGate()
 	c.publish()
 	c.closePubSub()
+	c.dropOutput()
 	if c.hijacked {
 		c.srv.removeConn(c)
 	} else if c.nc != nil {

@@ -72,6 +72,10 @@
 // GOMEMLIMIT is set), and a large reservation after keys were removed first collects garbage,
 // so that freed filters are reused rather than added to the process.
 //
+// What a client leaves unread is bounded by client-output-buffer-limit (internal/outbuf): each
+// connection keeps the length of its waiting output where any goroutine can read it, and is
+// closed when that passes its class's limit (outbuf.go).
+//
 // # Durability
 //
 // Run opens internal/persist's Store on the durability settings (appendonly, appendfsync, save,

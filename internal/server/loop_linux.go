@@ -400,7 +400,7 @@ func (lp *loop) takePushed(c *Conn) {
 	}
 	b, unblock := c.takePushed()
 	if len(c.out) > 0 {
-		c.out = append(c.out, b...)
+		lp.setOut(c, append(c.out, b...)) // counted in deliver
 	} else {
 		c.w.Raw(b)
 		lp.markDirty(c)
@@ -604,6 +604,11 @@ func (lp *loop) process(c *Conn) {
 		}
 		if c.w.Buffered() >= flushAt {
 			// A large reply: write it now (after the journal), rather than grow the buffer.
+			// Like output queued elsewhere, it counts against the client's output limit.
+			if c.outputOver(c.omem() + int64(c.w.Buffered())) {
+				lp.closeForOutput(c)
+				return
+			}
 			if !lp.waitJournal() {
 				return
 			}
@@ -710,8 +715,9 @@ func (lp *loop) write(c *Conn) {
 		return
 	}
 	if len(c.out) > 0 {
-		c.out = append(c.out, b...)
+		lp.setOut(c, append(c.out, b...))
 		c.w.Clear()
+		lp.checkOut(c)
 		return
 	}
 	n, err := writeFD(c.fd, b)
@@ -729,10 +735,37 @@ func (lp *loop) wrote(c *Conn, n int, err error) {
 	}
 	if n < len(b) {
 		// Until the socket takes it all, watch for writability only: no new requests run.
-		c.out = append(c.out[:0], b[n:]...)
-		lp.watch(c, syscall.EPOLLOUT)
+		lp.setOut(c, append(c.out[:0], b[n:]...))
+		c.w.Clear()
+		if lp.checkOut(c) {
+			lp.watch(c, syscall.EPOLLOUT)
+		}
+		return
 	}
 	c.w.Clear()
+}
+
+// setOut replaces c.out, keeping its length where other goroutines read it (Conn.outLen).
+func (lp *loop) setOut(c *Conn, out []byte) {
+	c.out = out
+	c.outLen.Store(int64(len(out)))
+}
+
+// checkOut closes c if its unwritten output breaks its output limit, and reports whether it
+// is still open.
+func (lp *loop) checkOut(c *Conn) bool {
+	if c.outputOver(c.omem()) {
+		lp.closeForOutput(c)
+		return false
+	}
+	return true
+}
+
+// closeForOutput closes c at once for its output (see Conn.outputLimitReached).
+func (lp *loop) closeForOutput(c *Conn) {
+	c.outputLimitReached(true)
+	c.w.Clear()
+	lp.close(c)
 }
 
 // queueWrite queues c's buffered replies in the ring, as write would write them.
@@ -742,8 +775,9 @@ func (lp *loop) queueWrite(c *Conn) {
 		return
 	}
 	if len(c.out) > 0 {
-		c.out = append(c.out, b...)
+		lp.setOut(c, append(c.out, b...))
 		c.w.Clear()
+		lp.checkOut(c)
 		return
 	}
 	if lp.ring.Full() {
@@ -802,11 +836,11 @@ func (lp *loop) writeOut(c *Conn) {
 		lp.close(c)
 		return
 	}
-	c.out = c.out[n:]
+	lp.setOut(c, c.out[n:])
 	if len(c.out) > 0 {
 		return
 	}
-	c.out = nil
+	lp.setOut(c, nil)
 	lp.watch(c, syscall.EPOLLIN|syscall.EPOLLRDHUP)
 	if c.closing {
 		lp.close(c)
@@ -878,6 +912,9 @@ func (lp *loop) close(c *Conn) {
 	}
 	c.publish()
 	c.closePubSub()
+	c.dropOutput()
+	lp.setOut(c, nil)
+	c.closing = true // a batch that closed it runs no further request (process)
 	lp.conns[c.fd] = nil
 	lp.nconns--
 	c.fdMu.Lock()

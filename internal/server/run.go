@@ -54,6 +54,8 @@ warning, one line per reason; the few that would mislead are refused with the re
   --supervised systemd     tell systemd (a unit of Type=notify) when bloomd is ready
   --pidfile path           write the pid there while running (default: none)
   --proto-max-bulk-len n   longest bulk string in a request (default 512mb)
+  --client-output-buffer-limit "class hard soft secs ..."   unread output a client may leave
+                           (default "normal 0 0 0 replica 256mb 64mb 60 pubsub 32mb 8mb 60")
   --io-threads n           event loops serving plain TCP clients on Linux (default 0: one
                            per core but one; -1: a goroutine per connection instead)
   --debug-port n           serve Go's profiles (net/http/pprof) on 127.0.0.1:n (default 0: off)

@@ -18,6 +18,7 @@ import (
 	"github.com/bloomd/bloom/internal/filterconf"
 	"github.com/bloomd/bloom/internal/memlimit"
 	"github.com/bloomd/bloom/internal/metrics"
+	"github.com/bloomd/bloom/internal/outbuf"
 	"github.com/bloomd/bloom/internal/persist"
 	"github.com/bloomd/bloom/internal/protected"
 	"github.com/bloomd/bloom/internal/pubsub"
@@ -64,7 +65,12 @@ type Server struct {
 		netIn, netOut                                   atomic.Int64      // bytes read from and written to clients
 		fsyncNs                                         atomic.Int64      // total time of the log's fsyncs
 		fsyncs                                          metrics.Histogram // each fsync's duration
+		obufDisconnects                                 atomic.Int64      // clients closed for their output (outbuf.go)
+		blocked                                         atomic.Int64      // clients waiting in WAIT: INFO's blocked_clients
 	}
+	obufLimits atomic.Pointer[outbuf.Limits] // client-output-buffer-limit
+	obufPeak   peakRing                      // client_recent_max_output_buffer
+
 	mstats   *metrics.Stats // per command and error, slow log, latency monitor (cmd_stats.go)
 	monitors atomic.Int32   // connections in MONITOR mode
 	monMu    sync.Mutex
@@ -173,6 +179,8 @@ func (s *Server) applyConfig(c *Config) {
 	s.mstats.SlowLog.SetMaxLen(int64(c.SlowlogMaxLen))
 	s.mstats.Latency.SetThreshold(c.LatencyMonitorThreshold)
 	s.filters.Store(*c.filterSettings())
+	limits := c.ClientOutputBufferLimit
+	s.obufLimits.Store(&limits)
 }
 
 // config returns a copy of the current settings.
@@ -456,13 +464,19 @@ func (s *Server) cron() {
 	defer t.Stop()
 	next := randomShard()
 	var dead []*entry
+	var lastSec int64
 	for {
 		select {
 		case <-s.done:
 			return
 		case <-t.C:
 		}
-		s.statsTick(time.Now())
+		now := time.Now()
+		s.statsTick(now)
+		if sec := now.Unix(); sec != lastSec {
+			lastSec = sec
+			s.checkOutputLimits(now)
+		}
 		if s.repl.IsReplica() {
 			continue // a replica's keys expire when its primary says so (DEL in the stream)
 		}
