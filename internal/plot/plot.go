@@ -196,8 +196,8 @@ func (fr *frame) coincide(i, j int) bool {
 func (fr *frame) text(c *Chart) {
 	const black = "#000000"
 	add := func(l label) { fr.labels = append(fr.labels, l) }
-	if c.Title != "" {
-		add(label{x: left, y: 20, text: c.Title, size: titleSize, anchor: "start", color: black})
+	if c.Title != "" { // first, before the legend: the picture's first text names it
+		fr.labels = append([]label{{x: left, y: 20, text: c.Title, size: titleSize, anchor: "start", color: black}}, fr.labels...)
 	}
 	for d := 0.0; d >= fr.lo; d-- {
 		add(label{x: left - 6, y: fr.y(math.Pow(10, d)) + 4, text: fmt.Sprintf("1e%d", int(d)), size: textSize, anchor: "end", color: black})
