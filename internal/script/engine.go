@@ -145,8 +145,11 @@ func syntaxError(err error, body []byte) string {
 		return chunkName + ": " + strings.TrimSpace(err.Error())
 	}
 	msg := strings.TrimSpace(pe.Message)
-	if msg == "parse error" || msg == "syntax error" {
+	switch msg {
+	case "parse error", "syntax error":
 		msg = "unexpected symbol"
+	case "unterminated string":
+		msg = "unfinished string"
 	}
 	line, tok := pe.Pos.Line, "'"+pe.Token+"'"
 	if line == parse.EOF {

@@ -80,7 +80,7 @@ func TestEngineBasics(t *testing.T) {
 		{"return tonumber('1e2') + tonumber('0x10') + tonumber(' 5 ')", 2, ":121\r\n"},
 		{"return struct.unpack('<i', struct.pack('<i', -7))", 2, ":-7\r\n"},
 		{"return cmsgpack.unpack(cmsgpack.pack({1,2,3}))", 2, "*3\r\n:1\r\n:2\r\n:3\r\n"},
-		{"rawset(redis, 'x', 1)", 2, "-ERR user_script:1: Attempt to modify a readonly table script: 5d3c6e8c6a5b1f8d6c66c0df8ae9ad2a53d6e0fb, on @user_script:1.\r\n"},
+		{"rawset(redis, 'x', 1)", 2, "-ERR Attempt to modify a readonly table script: 5d3c6e8c6a5b1f8d6c66c0df8ae9ad2a53d6e0fb, on @user_script:1.\r\n"},
 	} {
 		got := runScript(t, e, tt.body, tt.proto, "a", "b")
 		if tt.body == "rawset(redis, 'x', 1)" {

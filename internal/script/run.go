@@ -1,6 +1,9 @@
 package script
 
 import (
+	"fmt"
+	"strings"
+
 	lua "github.com/yuin/gopher-lua"
 )
 
@@ -52,7 +55,7 @@ func (s *state) errorHandler(L *lua.LState) int {
 		t = tt
 	} else {
 		t = L.CreateTable(0, 3)
-		t.RawSetString("err", lua.LString("ERR "+luaToString(obj)))
+		t.RawSetString("err", lua.LString("ERR "+luaMessage(luaToString(obj))))
 	}
 	if d, ok := L.GetStack(1); ok {
 		if _, err := L.GetInfo("Sl", d, lua.LNil); err == nil && d.What == "G" {
@@ -94,6 +97,65 @@ func (s *state) errorReply(obj lua.LValue) string {
 		msg += " script: " + s.run.sha + ", on " + cstr([]byte(luaToString(src))) + ":" + luaToString(line) + "."
 	}
 	return msg
+}
+
+// luaMessage words the errors of gopher-lua's VM that have a Lua 5.1 equivalent as Lua 5.1
+// does when it cannot name the variable involved: "attempt to perform arithmetic on a nil
+// value", "attempt to concatenate a table value", "attempt to index a nil value", "attempt to
+// compare two table values", and argument errors with the function's name quoted.
+func luaMessage(msg string) string {
+	msg = quoteArgError(msg)
+	pos, rest := "", msg
+	if i := strings.Index(msg, ": "); i >= 0 && strings.HasPrefix(msg, chunkName+":") {
+		pos, rest = msg[:i+2], msg[i+2:]
+	}
+	var a, b, op string
+	if n, _ := fmt.Sscanf(rest, "cannot perform %s operation between %s and %s", &op, &a, &b); n == 3 {
+		bad := a
+		if a == "number" || a == "string" && op != "concat" {
+			bad = b
+		}
+		if op == "concat" {
+			if a == "number" || a == "string" {
+				bad = b
+			}
+			return pos + "attempt to concatenate a " + bad + " value"
+		}
+		return pos + "attempt to perform arithmetic on a " + bad + " value"
+	}
+	if t, ok := strings.CutPrefix(rest, "attempt to index a non-table object("); ok {
+		if i := strings.IndexByte(t, ')'); i > 0 {
+			return pos + "attempt to index a " + t[:i] + " value"
+		}
+	}
+	if n, _ := fmt.Sscanf(rest, "attempt to compare %s with %s", &a, &b); n == 2 && a == b {
+		return pos + "attempt to compare two " + a + " values"
+	}
+	return msg
+}
+
+// quoteArgError words gopher-lua's argument errors as Lua 5.1's luaL_argerror: "bad argument
+// #2 to 'format' (...)" rather than "... to format (...)".
+func quoteArgError(msg string) string {
+	i := strings.Index(msg, "bad argument #")
+	if i < 0 {
+		return msg
+	}
+	rest := msg[i+len("bad argument #"):]
+	j := strings.Index(rest, " to ")
+	if j < 0 {
+		return msg
+	}
+	name := rest[j+4:]
+	k := strings.Index(name, " (")
+	if k <= 0 || strings.HasPrefix(name, "'") {
+		return msg
+	}
+	fn := name[:k]
+	if fn == "(anonymous)" {
+		fn = "?"
+	}
+	return msg[:i] + "bad argument #" + rest[:j] + " to '" + fn + "'" + name[k:]
 }
 
 func truncate(s string, n int) string {

@@ -56,7 +56,9 @@ func newState(e *Engine) *state {
 	}
 	s := &state{e: e, L: L, realG: L.G.Global, real: map[*lua.LTable]*lua.LTable{}, proxies: map[*lua.LTable]*lua.LTable{}}
 	g := s.realG
-	for _, name := range []string{"print", "dofile", "loadfile", "module", "require", "_printregs", "_GOPHER_LUA_VERSION", "package"} {
+	// getfenv, setfenv and newproxy are gone from Redis 7.0.15 too (they allowed leaving the
+	// sandbox).
+	for _, name := range []string{"print", "dofile", "loadfile", "module", "require", "_printregs", "_GOPHER_LUA_VERSION", "package", "getfenv", "setfenv", "newproxy"} {
 		g.RawSetString(name, lua.LNil)
 	}
 	g.RawSetString("_VERSION", lua.LString("Lua 5.1"))
@@ -239,16 +241,26 @@ func (s *state) replaceBase() {
 	rawset := orig("rawset")
 	set("rawset", func(L *lua.LState) int {
 		if s.protected(L.CheckTable(1)) {
-			L.RaiseError(errReadonly)
+			readonlyError(L)
 		}
 		return rawset(L)
 	})
 	setmt := orig("setmetatable")
 	set("setmetatable", func(L *lua.LState) int {
 		if s.protected(L.Get(1)) {
-			L.RaiseError(errReadonly)
+			readonlyError(L)
 		}
 		return setmt(L)
+	})
+	set("error", func(L *lua.LState) int {
+		// Lua 5.1's error: any value (nil too); a string or number message gets the position.
+		obj := L.Get(1)
+		level := L.OptInt(2, 1)
+		if n, ok := obj.(lua.LNumber); ok {
+			obj = lua.LString(formatNumber(float64(n)))
+		}
+		L.Error(obj, level)
+		return 0
 	})
 	getmt := orig("getmetatable")
 	set("getmetatable", func(L *lua.LState) int {
@@ -258,21 +270,12 @@ func (s *state) replaceBase() {
 		}
 		return n
 	})
-	getfenv := orig("getfenv")
-	set("getfenv", func(L *lua.LState) int {
-		n := getfenv(L)
-		if L.Get(-1) == s.realG {
-			L.Replace(-1, s.proxyG)
-		}
-		return n
-	})
-	setfenv := orig("setfenv")
-	set("setfenv", func(L *lua.LState) int {
-		if fn, ok := L.Get(1).(*lua.LFunction); ok && fn.IsG {
-			L.RaiseError("'setfenv' cannot change environment of given object")
-		}
-		return setfenv(L)
-	})
+}
+
+// readonlyError raises Redis's error for a write to a protected table from a library function:
+// without a position, as Lua's C API raises it.
+func readonlyError(L *lua.LState) {
+	L.Error(lua.LString(errReadonly), 0)
 }
 
 // fixLibraries replaces the library functions that differ from Lua 5.1's in ways scripts see
@@ -289,11 +292,51 @@ func (s *state) fixLibraries() {
 		orig := tbl.RawGetString(name).(*lua.LFunction).GFunction
 		tbl.RawSetString(name, L.NewFunction(func(L *lua.LState) int {
 			if s.protected(L.Get(1)) {
-				L.RaiseError(errReadonly)
+				readonlyError(L)
 			}
 			return orig(L)
 		}))
 	}
+	// Lua 5.1's compatibility functions, which Redis's Lua has.
+	tbl.RawSetString("foreach", L.NewFunction(func(L *lua.LState) int {
+		t := s.unwrap(L.CheckTable(1)).(*lua.LTable)
+		fn := L.CheckFunction(2)
+		for k, v := t.Next(lua.LNil); k != lua.LNil; k, v = t.Next(k) {
+			L.Push(fn)
+			L.Push(k)
+			L.Push(v)
+			L.Call(2, 1)
+			if r := L.Get(-1); r != lua.LNil {
+				return 1
+			}
+			L.Pop(1)
+		}
+		return 0
+	}))
+	tbl.RawSetString("foreachi", L.NewFunction(func(L *lua.LState) int {
+		t := s.unwrap(L.CheckTable(1)).(*lua.LTable)
+		fn := L.CheckFunction(2)
+		for i := 1; i <= t.Len(); i++ {
+			L.Push(fn)
+			L.Push(lua.LNumber(i))
+			L.Push(t.RawGetInt(i))
+			L.Call(2, 1)
+			if r := L.Get(-1); r != lua.LNil {
+				return 1
+			}
+			L.Pop(1)
+		}
+		return 0
+	}))
+	tbl.RawSetString("setn", L.NewFunction(func(L *lua.LState) int {
+		L.RaiseError("'setn' is obsolete")
+		return 0
+	}))
+	str.RawSetString("gfind", str.RawGetString("gmatch"))
+	str.RawSetString("dump", L.NewFunction(func(L *lua.LState) int {
+		L.RaiseError("unable to dump given function")
+		return 0
+	}))
 	m := g.RawGetString("math").(*lua.LTable)
 	m.RawSetString("huge", lua.LNumber(math.Inf(1)))
 	m.RawSetString("mod", m.RawGetString("fmod"))

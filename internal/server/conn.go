@@ -69,6 +69,8 @@ type Conn struct {
 
 	journalArgs [][]byte // a rewritten command for the journal
 
+	script *scriptHost // the script client's running script (cmd_script.go); nil otherwise
+
 	batch *batchHashes // the event loop's (see prefetchBatch); nil without one
 
 	// The entry last looked up, valid while the keyspace's removal count is gen (see entry).
@@ -418,6 +420,10 @@ func (c *Conn) execute(args [][]byte) {
 		c.reject(msg)
 		return
 	}
+	if c.srv.gate.busy.Load() && cmd.Flags&FlagAllowBusy == 0 {
+		c.rejectCmd(cmd, errBusyScript)
+		return
+	}
 	if c.multi != nil && cmd.Flags&FlagNoMulti == 0 {
 		c.queue(cmd, args)
 		return
@@ -528,7 +534,7 @@ func (c *Conn) call(cmd *Command, args [][]byte) {
 		c.rejectCmd(cmd, errLoading)
 		return
 	}
-	if cmd.Flags&FlagDenyOOM != 0 {
+	if cmd.Flags&FlagDenyOOM != 0 && c.script == nil { // a script's commands: checked by the script (cmd_script.go)
 		if m := c.srv.maxmemory.Load(); m > 0 && c.srv.ks.used.Load() > m && !c.srv.ks.loading.Load() {
 			c.srv.stats.oom.Add(1)
 			cmd.stats.Reject()
@@ -554,10 +560,23 @@ func (c *Conn) call(cmd *Command, args [][]byte) {
 	case c.inExclusive:
 		cmd.Handler(c, args)
 	case cmd.Flags&FlagExclusive != 0:
-		c.runExclusive(func() { cmd.Handler(c, args) })
-	default:
-		c.enterGate()
+		c.leaveGate()
+		if !c.srv.gate.tryExclusive(func() {
+			c.inExclusive = true
+			defer func() { c.inExclusive = false }()
+			cmd.Handler(c, args)
+		}) {
+			c.rejectCmd(cmd, errBusyScript)
+			return
+		}
+	case c.gs.entered || c.srv.gate.tryEnter(c.gs.slot):
+		c.gs.entered = true
 		cmd.Handler(c, args)
+	case cmd.Flags&FlagAllowBusy != 0:
+		cmd.Handler(c, args) // touches no key: runs beside the busy script
+	default:
+		c.rejectCmd(cmd, errBusyScript)
+		return
 	}
 	c.account(cmd, args, timed, start, errs)
 }

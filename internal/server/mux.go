@@ -28,6 +28,11 @@ const (
 	FlagAdmin                       // administrative (CONFIG, CLIENT KILL)
 	FlagLoading                     // allowed while loading
 	FlagStale                       // allowed on a stale replica
+	FlagNoScript                    // refused when a script calls it
+	FlagAllowBusy                   // answered while a script runs past busy-reply-threshold
+	FlagSkipMonitor                 // COMMAND INFO's skip_monitor (EVAL feeds MONITOR itself)
+	FlagNoMandatoryKeys             // COMMAND INFO's no_mandatory_keys
+	FlagMovableKeys                 // COMMAND INFO's movablekeys: keys found from the arguments
 )
 
 var flagNames = []struct {
@@ -36,8 +41,10 @@ var flagNames = []struct {
 }{
 	// Redis 7's order (addReplyCommandFlags).
 	{FlagWrite, "write"}, {FlagReadonly, "readonly"}, {FlagDenyOOM, "denyoom"}, {FlagModule, "module"},
-	{FlagAdmin, "admin"}, {FlagLoading, "loading"}, {FlagStale, "stale"}, {FlagFast, "fast"},
-	{FlagNoAuth, "no_auth"}, {FlagNoMulti, "no_multi"},
+	{FlagAdmin, "admin"}, {FlagNoScript, "noscript"}, {FlagLoading, "loading"}, {FlagStale, "stale"},
+	{FlagSkipMonitor, "skip_monitor"}, {FlagFast, "fast"}, {FlagNoAuth, "no_auth"},
+	{FlagNoMandatoryKeys, "no_mandatory_keys"}, {FlagNoMulti, "no_multi"}, {FlagMovableKeys, "movablekeys"},
+	{FlagAllowBusy, "allow_busy"},
 }
 
 // A Command is one entry of the command table.
