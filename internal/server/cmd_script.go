@@ -215,7 +215,7 @@ func (c *Conn) eval(args [][]byte, bySHA, ro bool) {
 	}
 	req := &script.Request{Script: sc, Keys: args[3 : 3+n], Args: args[3+n:], Proto: c.w.Proto}
 	h := &scriptHost{s: s, caller: c, readOnly: ro || sc.Flags&script.FlagNoWrites != 0,
-		allowOOM: sc.Flags&(script.FlagAllowOOM|script.FlagCompat) == script.FlagAllowOOM,
+		allowOOM:   sc.Flags&(script.FlagAllowOOM|script.FlagCompat) == script.FlagAllowOOM,
 		oomAtStart: s.overMaxmemory(), inTx: c.multiWrites != 0, sha: sc.SHA,
 		run: &scriptRun{obey: c.replApplier}}
 	req.Host = h

@@ -17,22 +17,22 @@ type Handler func(c *Conn, args [][]byte)
 type Flags uint32
 
 const (
-	FlagWrite     Flags = 1 << iota // changes the keyspace: journaled when it succeeds
-	FlagReadonly                    // reads the keyspace only
-	FlagDenyOOM                     // refused while used memory is over maxmemory
-	FlagFast                        // O(1) or O(log n)
-	FlagNoAuth                      // allowed before authentication (AUTH, HELLO, QUIT)
-	FlagExclusive                   // runs while no other command runs (EXEC, RENAME, FLUSHALL)
-	FlagNoMulti                     // executed at once inside MULTI, never queued
-	FlagModule                      // a RedisBloom command: arity checked when it runs, as modules do
-	FlagAdmin                       // administrative (CONFIG, CLIENT KILL)
-	FlagLoading                     // allowed while loading
-	FlagStale                       // allowed on a stale replica
-	FlagNoScript                    // refused when a script calls it
-	FlagAllowBusy                   // answered while a script runs past busy-reply-threshold
-	FlagSkipMonitor                 // COMMAND INFO's skip_monitor (EVAL feeds MONITOR itself)
-	FlagNoMandatoryKeys             // COMMAND INFO's no_mandatory_keys
-	FlagMovableKeys                 // COMMAND INFO's movablekeys: keys found from the arguments
+	FlagWrite           Flags = 1 << iota // changes the keyspace: journaled when it succeeds
+	FlagReadonly                          // reads the keyspace only
+	FlagDenyOOM                           // refused while used memory is over maxmemory
+	FlagFast                              // O(1) or O(log n)
+	FlagNoAuth                            // allowed before authentication (AUTH, HELLO, QUIT)
+	FlagExclusive                         // runs while no other command runs (EXEC, RENAME, FLUSHALL)
+	FlagNoMulti                           // executed at once inside MULTI, never queued
+	FlagModule                            // a RedisBloom command: arity checked when it runs, as modules do
+	FlagAdmin                             // administrative (CONFIG, CLIENT KILL)
+	FlagLoading                           // allowed while loading
+	FlagStale                             // allowed on a stale replica
+	FlagNoScript                          // refused when a script calls it
+	FlagAllowBusy                         // answered while a script runs past busy-reply-threshold
+	FlagSkipMonitor                       // COMMAND INFO's skip_monitor (EVAL feeds MONITOR itself)
+	FlagNoMandatoryKeys                   // COMMAND INFO's no_mandatory_keys
+	FlagMovableKeys                       // COMMAND INFO's movablekeys: keys found from the arguments
 )
 
 var flagNames = []struct {
