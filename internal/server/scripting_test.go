@@ -109,3 +109,38 @@ func TestScriptingTranscripts(t *testing.T) {
 }
 
 func isHello(b block) bool { return len(b.args) > 0 && strings.EqualFold(string(b.args[0]), "hello") }
+
+// TestRecordScriptingBF records testdata/redisbloom/resp2-scripting.txt from redis-server with
+// the RedisBloom module named by REDISBLOOM_SO (with -record; without it, the replies are
+// only compared). TestRedisBloomTranscripts replays the file against bloomd, so CI checks the
+// same facts without the module.
+//
+//	REDISBLOOM_SO=/path/to/redisbloom.so go test ./internal/server -run TestRecordScriptingBF -record
+func TestRecordScriptingBF(t *testing.T) {
+	so := os.Getenv("REDISBLOOM_SO")
+	if so == "" {
+		t.Skip("REDISBLOOM_SO is not set: not recording the scripting transcript from RedisBloom")
+	}
+	path := "testdata/redisbloom/resp2-scripting.txt"
+	blocks := readTranscript(t, path)
+	srv := redistest.New(t, &redistest.Options{Args: []string{"--loadmodule", so, "--save", "", "--appendonly", "no"}})
+	c := dial(t, srv.Addr)
+	changed := false
+	for i, b := range blocks {
+		c.send(b.args...)
+		got, _ := c.read()
+		if isHello(b) || bytes.Equal(got, b.reply) {
+			continue
+		}
+		if !*record {
+			t.Errorf("%s:%d: > %s\nRedisBloom:\n%s\nrecorded:\n%s", path, b.line, b.cmd, formatReply(got), b.replyTx)
+			continue
+		}
+		blocks[i].reply, blocks[i].replyTx, changed = got, formatReply(got), true
+	}
+	if changed {
+		if err := os.WriteFile(path, formatTranscript(blocks, path), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
