@@ -1,0 +1,132 @@
+package server
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/bloomd/bloom/internal/redistest"
+	"github.com/bloomd/bloom/internal/resp"
+)
+
+// untilBusy sends PING on c until the server answers -BUSY (a script passed
+// busy-reply-threshold), for at most 10 seconds, and returns that reply.
+func untilBusy(t *testing.T, c *rawClient) string {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		if v := c.do("PING"); v.IsError() {
+			return v.Text()
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	t.Fatal("no -BUSY within 10 seconds")
+	return ""
+}
+
+// busySession runs scripts that loop forever on one connection and looks at them from
+// another: what the others get while a script runs past busy-reply-threshold, SCRIPT KILL
+// of a script that has not written (even one that catches errors with pcall), and of one that
+// has. It returns every reply, in order, for comparison between servers.
+func busySession(t *testing.T, addr string) []string {
+	a, b := dial(t, addr), dial(t, addr)
+	var log []string
+	note := func(what string, v resp.Value) { log = append(log, what+" -> "+v.String()) }
+	note("config", b.do("CONFIG", "SET", "busy-reply-threshold", "100"))
+	note("config get", b.do("CONFIG", "GET", "lua-time-limit"))
+
+	for _, body := range []string{
+		"while true do end",
+		"while true do pcall(function() while true do end end) end",
+		"local t = 0 while true do t = t + 1 end",
+	} {
+		a.send([]byte("EVAL"), []byte(body), []byte("0"))
+		log = append(log, "busy: "+untilBusy(t, b))
+		note("get", b.do("GET", "k"))
+		note("multi", b.do("MULTI"))
+		note("queued get", b.do("GET", "k"))
+		note("exec", b.do("EXEC"))
+		note("script flush", b.do("SCRIPT", "FLUSH"))
+		note("shutdown", b.do("SHUTDOWN"))
+		note("script kill", b.do("SCRIPT", "KILL"))
+		_, v := a.read()
+		note("killed", v)
+		note("ping after", b.do("PING"))
+		note("script kill again", b.do("SCRIPT", "KILL"))
+	}
+	// A script that wrote cannot be killed.
+	a.send([]byte("EVAL"), []byte("redis.call('set', KEYS[1], 'v') local i = 0 while i < 1e12 do i = i + 1 end"), []byte("1"), []byte("w"))
+	log = append(log, "busy: "+untilBusy(t, b))
+	note("unkillable", b.do("SCRIPT", "KILL"))
+	return log
+}
+
+// TestScriptBusy compares bloomd with redis-server 7.0 while scripts run past
+// busy-reply-threshold: the -BUSY replies, what is still answered, SCRIPT KILL and its errors;
+// bloomd in every I/O mode (with one event loop, the killer shares the loop of the script's
+// client). The unkillable script is then stopped: redis-server by SHUTDOWN NOSAVE, bloomd the
+// same way, and its write is not journaled.
+func TestScriptBusy(t *testing.T) {
+	rs := redistest.New(t, nil)
+	want := busySession(t, rs.Addr)
+	c := dial(t, rs.Addr)
+	c.send([]byte("SHUTDOWN"), []byte("NOSAVE"))
+	forEachIOMode(t, func(t *testing.T) {
+		j := &recordingJournal{}
+		s := startServer(t, func(c *Config) {
+			c.Journal = j
+			if testLoops >= 0 {
+				c.EventLoops = 1 // the killer and the script's client share the loop
+			}
+		})
+		got := busySession(t, s.addr())
+		if strings.Join(got, "\n") != strings.Join(want, "\n") {
+			t.Errorf("bloomd:\n%s\nredis-server:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+		}
+		c := dial(t, s.addr())
+		c.send([]byte("SHUTDOWN"), []byte("NOSAVE"))
+		select {
+		case save := <-s.ShutdownRequested():
+			if save {
+				t.Error("SHUTDOWN NOSAVE asked for a snapshot")
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("SHUTDOWN NOSAVE did not reach Run")
+		}
+		deadline := time.Now().Add(10 * time.Second)
+		for s.scripts.Running() && time.Now().Before(deadline) {
+			time.Sleep(5 * time.Millisecond)
+		}
+		if s.scripts.Running() {
+			t.Fatal("the script still runs after SHUTDOWN NOSAVE")
+		}
+		for _, r := range j.snapshot() {
+			if fmt.Sprintf("%q", r) == `["set" "w" "v"]` || strings.EqualFold(string(r[0]), "set") {
+				t.Errorf("the write of the script stopped by SHUTDOWN NOSAVE was journaled: %q", r)
+			}
+		}
+	})
+}
+
+// TestScriptMemoryBound runs scripts that allocate without end under a 160 MiB memory limit
+// (a fake cgroup): each is stopped with an error once it grows the heap by more than the
+// limit leaves, and the server goes on serving.
+func TestScriptMemoryBound(t *testing.T) {
+	s := startServer(t, func(c *Config) { c.MemoryProbe = fakeCgroup(t, 160<<20, 16<<20) })
+	c := dial(t, s.addr())
+	for _, body := range []string{
+		"local t = {} local i = 0 while true do i = i + 1 t[i] = string.rep('x', 1000) .. i end",
+		"local s = 'x' while true do s = s .. s end",
+		"return string.rep('x', 1e12)",
+	} {
+		v := c.do("EVAL", body, "0")
+		t.Logf("%s: %v", body, v)
+		if !v.IsError() || !strings.Contains(v.Text(), "memory") {
+			t.Errorf("%s: %v", body, v)
+		}
+	}
+	if v := c.do("PING"); v.Text() != "PONG" {
+		t.Fatal(v)
+	}
+}
