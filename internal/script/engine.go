@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	lua "github.com/yuin/gopher-lua"
 	"github.com/yuin/gopher-lua/parse"
@@ -42,6 +43,9 @@ type Request struct {
 	Keys, Args [][]byte
 	Proto      int // the caller's protocol: the reply is written in it
 	Host       Host
+	// Tick, if set, is called about every millisecond while the script runs, from another
+	// goroutine, with the time it has run: the server's busy-reply-threshold.
+	Tick func(elapsed time.Duration)
 }
 
 // Options configure an Engine.

@@ -32,6 +32,7 @@ func (e *Engine) allocLimit() int64 {
 type watchdog struct {
 	e      *Engine
 	r      *run
+	start  time.Time
 	budget int64
 	mu     sync.Mutex
 	t      *time.Timer
@@ -42,10 +43,10 @@ type watchdog struct {
 
 // watch starts the memory watch of run r and returns the function that stops it.
 func (e *Engine) watch(r *run) func() {
-	if e.opts.MemoryBudget == nil {
+	if e.opts.MemoryBudget == nil && r.req.Tick == nil {
 		return func() {}
 	}
-	w := &watchdog{e: e, r: r}
+	w := &watchdog{e: e, r: r, start: time.Now()}
 	w.mu.Lock()
 	w.t = time.AfterFunc(watchEvery, w.tick)
 	w.mu.Unlock()
@@ -77,6 +78,13 @@ func (w *watchdog) tick() {
 		return
 	}
 	w.mu.Unlock()
+	if tick := w.r.req.Tick; tick != nil {
+		tick(time.Since(w.start))
+	}
+	if w.e.opts.MemoryBudget == nil {
+		w.rearm()
+		return
+	}
 	cur := heapObjects()
 	if w.base == 0 {
 		// The first look, a watchEvery into the run: what the script grew in that time is
@@ -94,6 +102,10 @@ func (w *watchdog) tick() {
 			return
 		}
 	}
+	w.rearm()
+}
+
+func (w *watchdog) rearm() {
 	w.mu.Lock()
 	if !w.done {
 		w.t.Reset(watchEvery)

@@ -150,6 +150,10 @@ type scriptRun struct {
 	obey     bool // sent by a primary or loaded from the log: cannot be killed
 	shutdown atomic.Bool
 	busy     atomic.Bool
+
+	// The goroutine that serves the caller's event loop while the script is busy (under the
+	// server's scriptMu).
+	helperStop, helperDone chan struct{}
 }
 
 // kill stops the script unless it wrote; it returns the error reply, or "" for OK.
@@ -219,45 +223,21 @@ func (c *Conn) eval(args [][]byte, bySHA, ro bool) {
 		oomAtStart: s.overMaxmemory(), inTx: c.multiWrites != 0, sha: sc.SHA,
 		run: &scriptRun{obey: c.replApplier}}
 	req.Host = h
-	switch {
-	case c.inExclusive:
+	var reply []byte
+	var msg string
+	if c.inExclusive {
 		// Inside EXEC: the transaction already runs alone, and its journal record holds the
 		// script's effects.
-		reply, msg := s.runScript(h, req)
-		c.scriptReply(reply, msg)
-	case c.lp == nil:
-		// A connection with its own goroutine (or Server.Exec's) waits here.
+		reply, msg = s.runScript(h, req)
+	} else {
+		// The script runs here, on the connection's goroutine or its event loop's, alone. The
+		// other connections wait for it; past busy-reply-threshold they are answered -BUSY,
+		// those of this event loop by a goroutine that serves the loop meanwhile (serveBusy).
 		c.leaveGate()
-		var reply []byte
-		var msg string
 		s.gate.exclusive(func() { reply, msg = s.runScript(h, req) })
 		c.takeScriptJournal(h)
-		c.scriptReply(reply, msg)
-	default:
-		// In an event loop: the script runs on a goroutine of its own, and the loop goes on
-		// serving its other connections (which wait for the script, or past
-		// busy-reply-threshold are answered -BUSY); this one takes no more commands until
-		// the reply comes.
-		req.Keys, req.Args = copyArgs(req.Keys), copyArgs(req.Args)
-		c.blocked = true
-		go func() {
-			var reply []byte
-			var msg string
-			s.gate.exclusive(func() { reply, msg = s.runScript(h, req) })
-			if w := h.wait; w != nil {
-				if err := w(); err != nil {
-					s.log.Error("journal failed; closing the client without acknowledging its script's writes", "client", c.addr, "err", err)
-					c.kill()
-					return
-				}
-			}
-			if msg != "" {
-				s.mstats.Error(msg)
-				reply = resp.AppendError(nil, msg)
-			}
-			c.deliver(reply, true)
-		}()
 	}
+	c.scriptReply(reply, msg)
 }
 
 func copyArgs(args [][]byte) [][]byte {
@@ -340,26 +320,35 @@ func (s *Server) runScript(h *scriptHost, req *script.Request) ([]byte, string) 
 	s.scriptMu.Lock()
 	s.scriptRun.Store(h.run)
 	s.scriptMu.Unlock()
-	var timer *time.Timer
-	if ms := s.busyMs.Load(); ms > 0 {
-		run := h.run
-		timer = time.AfterFunc(time.Duration(ms)*time.Millisecond, func() {
-			s.scriptMu.Lock()
-			defer s.scriptMu.Unlock()
-			if s.scriptRun.Load() == run {
-				run.busy.Store(true)
-				s.gate.setBusy()
-				s.log.Warn(fmt.Sprintf("Slow script detected: still in execution after %d milliseconds. You can try killing the script using the SCRIPT KILL command. Script name is: %s.", ms, h.sha))
-			}
-		})
+	run := h.run
+	req.Tick = func(elapsed time.Duration) {
+		ms := s.busyMs.Load()
+		if ms <= 0 || elapsed < time.Duration(ms)*time.Millisecond || run.busy.Load() {
+			return
+		}
+		s.scriptMu.Lock()
+		defer s.scriptMu.Unlock()
+		if s.scriptRun.Load() != run {
+			return
+		}
+		run.busy.Store(true)
+		s.gate.setBusy()
+		s.log.Warn(fmt.Sprintf("Slow script detected: still in execution after %d milliseconds. You can try killing the script using the SCRIPT KILL command. Script name is: %s.", elapsed.Milliseconds(), h.sha))
+		if lp := caller.lp; lp != nil {
+			run.helperStop, run.helperDone = make(chan struct{}), make(chan struct{})
+			go lp.serveBusy(caller, run.helperStop, run.helperDone)
+		}
 	}
 	reply, msg := s.scripts.Run(req)
-	if timer != nil {
-		timer.Stop()
-	}
 	s.scriptMu.Lock()
 	s.scriptRun.Store(nil)
 	s.scriptMu.Unlock()
+	if run.helperStop != nil {
+		// The loop is this goroutine's again once its helper has stopped.
+		close(run.helperStop)
+		caller.lp.wake()
+		<-run.helperDone
+	}
 	sc.script = nil
 	sc.inExclusive = false
 	sc.acct.Store(nil)
