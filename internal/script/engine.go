@@ -82,6 +82,7 @@ type Engine struct {
 	count   atomic.Int64 // cached scripts
 
 	cur atomic.Pointer[run] // the running script, nil if none
+	wd  watchdog
 }
 
 // New returns an Engine with an empty cache.
@@ -136,6 +137,9 @@ func compile(body []byte) (*lua.FunctionProto, error) {
 	if err != nil {
 		return nil, errors.New("Error compiling script (new function): " + chunkName + ": " + strings.TrimSpace(err.Error()))
 	}
+	// A main chunk has no "arg" table in Lua 5.1 (it is vararg only); gopher-lua would make
+	// one on every call.
+	proto.IsVarArg &^= lua.VarArgNeedsArg
 	return proto, nil
 }
 

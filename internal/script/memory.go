@@ -29,30 +29,36 @@ func (e *Engine) allocLimit() int64 {
 	return 1 << 30
 }
 
+// A watchdog watches the running script from a timer's goroutine. There is one per Engine,
+// its timer reset at each run, so that a short run costs no allocation and no goroutine.
 type watchdog struct {
 	e      *Engine
-	r      *run
-	start  time.Time
-	budget int64
 	mu     sync.Mutex
 	t      *time.Timer
-	done   bool
+	r      *run // the run watched; nil between runs
+	start  time.Time
+	budget int64
 	base   int64
 	lastGC time.Time
 }
 
-// watch starts the memory watch of run r and returns the function that stops it.
+// watch starts the watch of run r and returns the function that stops it.
 func (e *Engine) watch(r *run) func() {
 	if e.opts.MemoryBudget == nil && r.req.Tick == nil {
 		return func() {}
 	}
-	w := &watchdog{e: e, r: r, start: time.Now()}
+	w := &e.wd
 	w.mu.Lock()
-	w.t = time.AfterFunc(watchEvery, w.tick)
+	w.e, w.r, w.start, w.base = e, r, time.Now(), 0
+	if w.t == nil {
+		w.t = time.AfterFunc(watchEvery, w.tick)
+	} else {
+		w.t.Reset(watchEvery)
+	}
 	w.mu.Unlock()
 	return func() {
 		w.mu.Lock()
-		w.done = true
+		w.r = nil
 		w.t.Stop()
 		w.mu.Unlock()
 	}
@@ -73,42 +79,52 @@ func heapObjects() int64 {
 
 func (w *watchdog) tick() {
 	w.mu.Lock()
-	if w.done {
-		w.mu.Unlock()
+	r := w.r
+	w.mu.Unlock()
+	if r == nil {
 		return
 	}
-	w.mu.Unlock()
-	if tick := w.r.req.Tick; tick != nil {
+	if tick := r.req.Tick; tick != nil {
 		tick(time.Since(w.start))
 	}
-	if w.e.opts.MemoryBudget == nil {
-		w.rearm()
-		return
+	if w.e.opts.MemoryBudget != nil {
+		w.mu.Lock()
+		ok := w.r == r && w.checkMemory(r)
+		w.mu.Unlock()
+		if !ok {
+			return
+		}
 	}
+	w.mu.Lock()
+	if w.r == r {
+		w.t.Reset(watchEvery)
+	}
+	w.mu.Unlock()
+}
+
+// checkMemory stops r if it grew the heap by more than the budget, and reports whether it
+// still runs. w.mu is held.
+func (w *watchdog) checkMemory(r *run) bool {
 	cur := heapObjects()
 	if w.base == 0 {
 		// The first look, a watchEvery into the run: what the script grew in that time is
 		// not counted, and is small.
 		w.base = cur
 		w.budget = w.e.allocLimit()
-	} else if grew := cur - w.base; grew > w.budget {
-		if grew <= 2*w.budget && time.Since(w.lastGC) > 50*time.Millisecond {
-			runtime.GC()
-			w.lastGC = time.Now()
-			grew = heapObjects() - w.base
-		}
-		if grew > w.budget {
-			w.r.kill("Script killed: its memory grew by more than the " + strconv.FormatInt(w.budget, 10) + " bytes the server can give it")
-			return
-		}
+		return true
 	}
-	w.rearm()
-}
-
-func (w *watchdog) rearm() {
-	w.mu.Lock()
-	if !w.done {
-		w.t.Reset(watchEvery)
+	grew := cur - w.base
+	if grew <= w.budget {
+		return true
 	}
-	w.mu.Unlock()
+	if grew <= 2*w.budget && time.Since(w.lastGC) > 50*time.Millisecond {
+		runtime.GC()
+		w.lastGC = time.Now()
+		grew = heapObjects() - w.base
+	}
+	if grew > w.budget {
+		r.kill("Script killed: its memory grew by more than the " + strconv.FormatInt(w.budget, 10) + " bytes the server can give it")
+		return false
+	}
+	return true
 }
