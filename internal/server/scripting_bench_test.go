@@ -22,4 +22,3 @@ func BenchmarkEvalSHA(b *testing.B) {
 		s.Exec(args...)
 	}
 }
-
