@@ -471,7 +471,7 @@ func (h *scriptHost) aclDenied(cmd *Command, args [][]byte, r acl.Result, idx in
 	reason := "can't run this command or subcommand"
 	switch r {
 	case acl.DeniedKey:
-		object, reason = string(args[idx]), "can't access at least one of the keys mentioned in the command"
+		object, reason = string(args[idx]), "can't access at least one of the keys mentioned in the command arguments"
 	case acl.DeniedChannel:
 		object, reason = string(args[idx]), "can't publish to the channel mentioned in the command"
 	}

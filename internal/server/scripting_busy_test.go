@@ -130,3 +130,69 @@ func TestScriptMemoryBound(t *testing.T) {
 		t.Fatal(v)
 	}
 }
+
+// TestScriptEffectsReplicate: a script's writes reach a bloomd replica as the commands it ran
+// (WAIT 1 counts them), the replica refuses a script that declares writes and runs the
+// commands of a no-writes one, as a Redis 7.0 replica does.
+func TestScriptEffectsReplicate(t *testing.T) {
+	ps := startServer(t, func(c *Config) { c.Dir = t.TempDir() })
+	rs := startServer(t, func(c *Config) { c.Dir = t.TempDir() })
+	p, r := dial(t, ps.addr()), dial(t, rs.addr())
+	if v := r.do("REPLICAOF", "127.0.0.1", portOf(ps)); v.Text() != "OK" {
+		t.Fatal(v)
+	}
+	waitSynced(t, p, r)
+	if v := p.do("EVAL", "redis.call('BF.ADD', KEYS[1], 'a') redis.call('SET', KEYS[2], 'v') return redis.call('BF.ADD', KEYS[1], 'b')", "2", "f", "s"); v.Int != 1 {
+		t.Fatal(v)
+	}
+	if v := p.do("WAIT", "1", "5000"); v.Int != 1 {
+		t.Fatalf("WAIT 1: %v", v)
+	}
+	for _, c := range []*rawClient{p, r} {
+		if v := c.do("BF.MEXISTS", "f", "a", "b", "z"); v.String() != "[(integer) 1, (integer) 1, (integer) 0]" {
+			t.Errorf("BF.MEXISTS: %v", v)
+		}
+		if v := c.do("GET", "s"); v.Text() != "v" {
+			t.Errorf("GET: %v", v)
+		}
+	}
+	if v := r.do("EVAL", "#!lua\nreturn 1", "0"); v.Text() != "READONLY Can not run script with write flag on readonly replica" {
+		t.Errorf("a write script on the replica: %v", v)
+	}
+	if v := r.do("EVAL", "return redis.call('SET', 'x', 'y')", "0"); !strings.HasPrefix(v.Text(), "READONLY You can't write against a read only replica. script: ") {
+		t.Errorf("a write from a script on the replica: %v", v)
+	}
+	if v := r.do("EVAL", "#!lua flags=no-writes\nreturn redis.call('BF.EXISTS', KEYS[1], 'a')", "1", "f"); v.Int != 1 {
+		t.Errorf("a read-only script on the replica: %v", v)
+	}
+
+}
+
+// TestScriptInfo: INFO memory's scripting fields, INFO commandstats, COMMAND DOCS and the two
+// names of busy-reply-threshold, on bloomd and on redis-server 7.0.
+func TestScriptInfo(t *testing.T) {
+	rs := redistest.New(t, nil)
+	s := startServer(t, nil)
+	for name, addr := range map[string]string{"redis-server": rs.Addr, "bloomd": s.addr()} {
+		c := dial(t, addr)
+		c.do("SCRIPT", "LOAD", "return 1")
+		c.do("EVAL", "return 2", "0")
+		mem := c.do("INFO", "memory").Text()
+		for _, f := range []string{"used_memory_lua:", "used_memory_vm_eval:", "used_memory_lua_human:", "used_memory_scripts_eval:",
+			"number_of_cached_scripts:2\r\n", "used_memory_scripts:", "used_memory_scripts_human:"} {
+			if !strings.Contains(mem, f) {
+				t.Errorf("%s: INFO memory lacks %q", name, f)
+			}
+		}
+		if st := c.do("INFO", "commandstats").Text(); !strings.Contains(st, "cmdstat_eval:calls=1,") {
+			t.Errorf("%s: INFO commandstats: %s", name, st)
+		}
+		if d := c.do("COMMAND", "DOCS", "eval").String(); !strings.Contains(d, `"group", "scripting"`) {
+			t.Errorf("%s: COMMAND DOCS eval: %s", name, d)
+		}
+		c.do("CONFIG", "SET", "lua-time-limit", "1234")
+		if v := c.do("CONFIG", "GET", "busy-reply-threshold").String(); v != `["busy-reply-threshold", "1234"]` {
+			t.Errorf("%s: CONFIG GET busy-reply-threshold after SET lua-time-limit: %s", name, v)
+		}
+	}
+}
