@@ -184,6 +184,13 @@ func (r *scriptRun) willWrite() bool {
 
 func (c *Conn) eval(args [][]byte, bySHA, ro bool) {
 	s := c.srv
+	if !c.replApplier && s.overMaxmemory() && c.scriptDeniesOOM(args[1], bySHA) {
+		// A script with a shebang that may write without allow-oom is a deny-oom command
+		// (Redis's evalGetCommandFlags), refused before anything else.
+		s.stats.oom.Add(1)
+		c.w.Error(errOOM)
+		return
+	}
 	if bySHA && len(args[1]) != 40 {
 		c.w.Error(errNoScript)
 		return
@@ -238,6 +245,29 @@ func (c *Conn) eval(args [][]byte, bySHA, ro bool) {
 		c.takeScriptJournal(h)
 	}
 	c.scriptReply(reply, msg)
+}
+
+// scriptDeniesOOM reports whether the script that EVAL or EVALSHA names declares flags
+// (a shebang) that make it a deny-oom command: neither allow-oom nor no-writes.
+func (c *Conn) scriptDeniesOOM(body []byte, bySHA bool) bool {
+	var flags script.Flags
+	sha := body
+	if !bySHA {
+		sha = []byte(script.SHA1Hex(body))
+	}
+	switch sc := c.srv.scripts.Lookup(sha); {
+	case sc != nil:
+		flags = sc.Flags
+	case bySHA:
+		return false
+	default:
+		f, _, err := script.ParseShebang(body)
+		if err != nil {
+			return false
+		}
+		flags = f
+	}
+	return flags&(script.FlagCompat|script.FlagAllowOOM|script.FlagNoWrites) == 0
 }
 
 func copyArgs(args [][]byte) [][]byte {
