@@ -48,6 +48,8 @@
 //     Concatenation formats numbers with Go's shortest form ("x" .. 1/3), where tostring and
 //     string.format follow C's "%.14g" and printf exactly; tables iterate in insertion order,
 //     not in Lua's hash order, which shows in maps and cjson objects of several keys.
+//   - A script flagged allow-oom runs deny-oom commands over maxmemory, but the server still
+//     refuses a key that needs new memory past it (bloomd charges keys when they are made).
 //   - redis.set_repl checks its argument and does nothing: a script's effects are always
 //     journaled and replicated, so that the log and the replicas never lose writes the
 //     keyspace has.

@@ -40,11 +40,11 @@ func ParseShebang(body []byte) (Flags, int, error) {
 	// ends the string (so there is no newline).
 	end := bytes.IndexAny(body, "\n\x00")
 	if end < 0 || body[end] == 0 {
-		return 0, 0, errors.New("Invalid script shebang")
+		return 0, 0, errRedis("Invalid script shebang")
 	}
 	parts, ok := splitArgs(body[:end])
 	if !ok || len(parts) == 0 {
-		return 0, 0, errors.New("Invalid engine in script shebang")
+		return 0, 0, errRedis("Invalid engine in script shebang")
 	}
 	if cstr(parts[0]) != "#!lua" {
 		return 0, 0, errors.New("Unexpected engine in script shebang: " + cstr(parts[0]))
@@ -68,6 +68,9 @@ func ParseShebang(body []byte) (Flags, int, error) {
 	}
 	return flags, end, nil
 }
+
+// errRedis is an error whose text is Redis's reply (without "ERR "), capitals included.
+func errRedis(msg string) error { return errors.New(msg) }
 
 func flagByName(name string) Flags {
 	for _, f := range flagNames {
