@@ -420,7 +420,9 @@ func (c *Conn) execute(args [][]byte) {
 		c.reject(msg)
 		return
 	}
-	if c.srv.gate.busy.Load() && cmd.Flags&FlagAllowBusy == 0 {
+	if c.srv.gate.busy.Load() && cmd.Flags&FlagAllowBusy == 0 && !c.replApplier {
+		// The primary's stream and the log wait for a busy script instead, as Redis's
+		// replicas do.
 		c.rejectCmd(cmd, errBusyScript)
 		return
 	}
@@ -561,15 +563,18 @@ func (c *Conn) call(cmd *Command, args [][]byte) {
 		cmd.Handler(c, args)
 	case cmd.Flags&FlagExclusive != 0:
 		c.leaveGate()
-		if !c.srv.gate.tryExclusive(func() {
+		alone := func() {
 			c.inExclusive = true
 			defer func() { c.inExclusive = false }()
 			cmd.Handler(c, args)
-		}) {
+		}
+		if c.replApplier {
+			c.srv.gate.exclusive(alone)
+		} else if !c.srv.gate.tryExclusive(alone) {
 			c.rejectCmd(cmd, errBusyScript)
 			return
 		}
-	case c.gs.entered || c.srv.gate.tryEnter(c.gs.slot):
+	case c.gs.entered || c.srv.gate.tryEnter(c.gs.slot) || c.replApplier && c.enterGate():
 		c.gs.entered = true
 		cmd.Handler(c, args)
 	case cmd.Flags&FlagAllowBusy != 0:
@@ -583,11 +588,12 @@ func (c *Conn) call(cmd *Command, args [][]byte) {
 
 // enterGate marks the connection as running commands, so that removals of keys wait for it. A
 // connection enters once per pipelined batch and leaves before it flushes or reads.
-func (c *Conn) enterGate() {
+func (c *Conn) enterGate() bool {
 	if !c.gs.entered {
 		c.srv.gate.enter(c.gs.slot)
 		c.gs.entered = true
 	}
+	return true
 }
 
 func (c *Conn) leaveGate() {

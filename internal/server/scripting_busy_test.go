@@ -133,7 +133,8 @@ func TestScriptMemoryBound(t *testing.T) {
 
 // TestScriptEffectsReplicate: a script's writes reach a bloomd replica as the commands it ran
 // (WAIT 1 counts them), the replica refuses a script that declares writes and runs the
-// commands of a no-writes one, as a Redis 7.0 replica does.
+// commands of a no-writes one, as a Redis 7.0 replica does, and the stream waits for a busy
+// script on the replica instead of being refused.
 func TestScriptEffectsReplicate(t *testing.T) {
 	ps := startServer(t, func(c *Config) { c.Dir = t.TempDir() })
 	rs := startServer(t, func(c *Config) { c.Dir = t.TempDir() })
@@ -164,6 +165,25 @@ func TestScriptEffectsReplicate(t *testing.T) {
 	}
 	if v := r.do("EVAL", "#!lua flags=no-writes\nreturn redis.call('BF.EXISTS', KEYS[1], 'a')", "1", "f"); v.Int != 1 {
 		t.Errorf("a read-only script on the replica: %v", v)
+	}
+
+	// The primary's stream waits for a busy script on the replica, rather than being refused.
+	r.do("CONFIG", "SET", "busy-reply-threshold", "50")
+	a := dial(t, rs.addr())
+	a.send([]byte("EVAL"), []byte("#!lua flags=no-writes\nwhile true do end"), []byte("0"))
+	untilBusy(t, r)
+	p.do("SET", "during", "busy")
+	p.do("BF.ADD", "f", "c")
+	if v := r.do("SCRIPT", "KILL"); v.Text() != "OK" {
+		t.Fatal(v)
+	}
+	a.read()
+	waitSynced(t, p, r)
+	if v := r.do("GET", "during"); v.Text() != "busy" {
+		t.Errorf("a write of the primary during the replica's busy script: %v", v)
+	}
+	if v := r.do("BF.EXISTS", "f", "c"); v.Int != 1 {
+		t.Errorf("an add of the primary during the replica's busy script: %v", v)
 	}
 
 }
