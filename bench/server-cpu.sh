@@ -14,7 +14,9 @@
 # (BF.RESERVE bf 0.01 10000000, 11.4 MiB), made anew at the start of every round and first given
 # 100k items unmeasured, so that its pages are in memory. The tests:
 # BF.ADD, BF.EXISTS, BF.MADD and BF.MEXISTS of 10 items, random items from 100M (-r 100000000),
-# 50 clients, at -P 1 and -P 16, neither server persisting anything; then BF.ADD on two more
+# 50 clients, at -P 1 and -P 16, neither server persisting anything; EVALSHA of the Spring
+# example's script "return redis.call('BF.ADD', KEYS[1], KEYS[2])" (the filter and the item as
+# its two keys), loaded with SCRIPT LOAD; then BF.ADD on two more
 # servers with appendonly yes and appendfsync everysec. PING comes first: what a command costs
 # that does no work, the floor of each server's read-parse-reply path. Within a round each test runs on both
 # servers back to back, the first server alternating by round; the table gives the median per
@@ -106,6 +108,12 @@ run() {
   done
 }
 
+# The Spring example's BF.ADD script, loaded on every server (SCRIPT LOAD gives its SHA-1).
+script="return redis.call('BF.ADD', KEYS[1], KEYS[2])"
+for s in "${servers[@]}"; do
+  sha=$(redis-cli -p "${port[$s]}" SCRIPT LOAD "$script")
+done
+
 for round in $(seq "$ROUNDS"); do
   for s in "${servers[@]}"; do
     for name in "$s" "$s-aof"; do
@@ -128,6 +136,7 @@ for round in $(seq "$ROUNDS"); do
     run "$round" BF.EXISTS "$pipe" no "$n" BF.EXISTS bf __rand_int__
     run "$round" BF.MADD "$pipe" no $((n / 5)) BF.MADD bf $items10
     run "$round" BF.MEXISTS "$pipe" no $((n / 5)) BF.MEXISTS bf $items10
+    run "$round" EVALSHA:BF.ADD "$pipe" no "$n" EVALSHA "$sha" 2 bf __rand_int__
     run "$round" BF.ADD "$pipe" yes "$n" BF.ADD bf __rand_int__
   done
   echo "round $round of $ROUNDS done" >&2

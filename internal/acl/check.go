@@ -27,7 +27,7 @@ func (u *User) Check(c *Command, args [][]byte) (Result, int) {
 	if !u.allKeys {
 		for i := range c.KeySpecs {
 			ks := &c.KeySpecs[i]
-			first, last, step := keyRange(ks, len(args))
+			first, last, step := keyRange(ks, args)
 			if first > last {
 				continue
 			}

@@ -112,12 +112,17 @@ func (f KeyFlags) perm() uint8 {
 // A KeySpec locates key arguments in Redis 7.0's "index" + "range" form: the first key is the
 // argument at Index (argv[0] is the command name), the last is at Index+LastKey if LastKey >= 0
 // or at len(args)+LastKey if negative, every KeyStep-th argument between them.
+//
+// With KeyNum set the spec is Redis's "keynum" form instead (EVAL's): the argument at Index
+// holds the number of keys, which start FirstKey arguments after it, every KeyStep-th.
 type KeySpec struct {
-	Flags   KeyFlags
-	Index   int
-	LastKey int
-	KeyStep int
-	Notes   string
+	Flags    KeyFlags
+	Index    int
+	LastKey  int
+	KeyStep  int
+	Notes    string
+	KeyNum   bool
+	FirstKey int
 }
 
 // ChannelArgs says which arguments of a command are publish/subscribe channels.
@@ -234,7 +239,22 @@ func (t *Table) countCat(bm []uint64, i int) (on, off int) {
 
 // keyRange returns the first and last argument index and the step of key spec ks for a command
 // of n arguments; first > last when the spec names no argument.
-func keyRange(ks *KeySpec, n int) (first, last, step int) {
+func keyRange(ks *KeySpec, args [][]byte) (first, last, step int) {
+	n := len(args)
+	if ks.KeyNum {
+		// No keys when the number is not one, or the keys would pass the arguments: the
+		// command itself then fails (Redis's invalid key spec).
+		if ks.Index >= n {
+			return 1, 0, 1
+		}
+		num, ok := parseCount(args[ks.Index])
+		step = max(ks.KeyStep, 1)
+		first = ks.Index + ks.FirstKey
+		if !ok || num <= 0 || num > n || first+(num-1)*step >= n {
+			return 1, 0, step
+		}
+		return first, first + (num-1)*step, step
+	}
 	first = ks.Index
 	last = first + ks.LastKey
 	if ks.LastKey < 0 {
@@ -244,6 +264,21 @@ func keyRange(ks *KeySpec, n int) (first, last, step int) {
 		last = n - 1
 	}
 	return first, last, max(ks.KeyStep, 1)
+}
+
+// parseCount parses a non-negative decimal count as Redis's string2ll would accept it.
+func parseCount(b []byte) (int, bool) {
+	if len(b) == 0 || len(b) > 18 || len(b) > 1 && b[0] == '0' {
+		return 0, false
+	}
+	n := 0
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + int(c-'0')
+	}
+	return n, true
 }
 
 // keyFlags returns the flags of spec ks for these arguments: SET's key is read only when a GET

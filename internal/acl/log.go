@@ -9,6 +9,7 @@ import (
 const (
 	ContextToplevel = "toplevel"
 	ContextMulti    = "multi"
+	ContextLua      = "lua"
 )
 
 // A LogEntry is one line of ACL LOG: a denial, or several alike within a minute.

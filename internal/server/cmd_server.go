@@ -120,8 +120,7 @@ func (s *Server) appendInfo(b []byte, sec string, c *Conn) []byte {
 		b = field(b, "used_memory_peak", peak)
 		b = field(b, "used_memory_peak_human", humanBytes(peak))
 		b = field(b, "used_memory_startup", 0)
-		b = field(b, "used_memory_lua", 0)
-		b = field(b, "used_memory_scripts", 0)
+		b = s.appendScriptMemory(b)
 		frag := 0.0
 		if used > 0 {
 			frag = float64(rss) / float64(used)
@@ -368,6 +367,18 @@ func (c *Conn) writeCommandInfo(cmd *Command) {
 		c.w.BulkString("find_keys")
 		c.w.Map(2)
 		c.w.BulkString("type")
+		if ks.KeyNum {
+			c.w.BulkString("keynum")
+			c.w.BulkString("spec")
+			c.w.Map(3)
+			c.w.BulkString("keynumidx")
+			c.w.Int(0)
+			c.w.BulkString("firstkey")
+			c.w.Int(int64(ks.FirstKey))
+			c.w.BulkString("keystep")
+			c.w.Int(int64(ks.KeyStep))
+			continue
+		}
 		c.w.BulkString("range")
 		c.w.BulkString("spec")
 		c.w.Map(3)

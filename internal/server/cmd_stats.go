@@ -351,7 +351,11 @@ func (s *Server) feedMonitors(c *Conn, args [][]byte) {
 	line := make([]byte, 0, 64)
 	line = append(line, '+')
 	line = strconv.AppendInt(line, now.Unix(), 10)
-	line = fmt.Appendf(line, ".%06d [0 %s]", now.Nanosecond()/1000, c.addr)
+	who := c.addr
+	if c.scriptClient {
+		who = "lua" // as Redis shows the commands a script runs
+	}
+	line = fmt.Appendf(line, ".%06d [0 %s]", now.Nanosecond()/1000, who)
 	for _, a := range args {
 		line = append(line, ' ')
 		line = appendRepr(line, a)

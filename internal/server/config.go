@@ -68,6 +68,7 @@ type Config struct {
 
 	// Monitoring (config_stats.go): the slow log, the latency monitor and the metrics endpoint.
 	SlowlogLogSlowerThan    int64  // slowlog-log-slower-than, µs; negative turns the slow log off
+	BusyReplyThreshold      int64  // busy-reply-threshold (lua-time-limit), ms; 0 for never
 	SlowlogMaxLen           int    // slowlog-max-len
 	LatencyMonitorThreshold int64  // latency-monitor-threshold, ms; 0 turns the monitor off
 	MetricsPort             int    // metrics-port: HTTP port of /metrics and the page; 0 is off
@@ -138,6 +139,7 @@ func DefaultConfig() Config {
 		AutoAOFRewriteMinSize: pd.AutoRewriteMinSize,
 
 		SlowlogLogSlowerThan: 10000,
+		BusyReplyThreshold:   5000,
 		SlowlogMaxLen:        128,
 		ACLLogMaxLen:         128,
 		MetricsBind:          "127.0.0.1",

@@ -69,8 +69,6 @@ var redisOnly = map[string]string{
 	"active-defrag-cycle-min":       "bloomd does not defragment",
 	"active-defrag-cycle-max":       "bloomd does not defragment",
 	"active-defrag-max-scan-fields": "bloomd does not defragment",
-	"lua-time-limit":                "bloomd has no scripting",
-	"busy-reply-threshold":          "bloomd has no scripting",
 	"notify-keyspace-events":        "bloomd sends no keyspace notifications",
 
 	// Memory: bloomd never evicts (noeviction).

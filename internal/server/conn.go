@@ -69,6 +69,8 @@ type Conn struct {
 
 	journalArgs [][]byte // a rewritten command for the journal
 
+	script *scriptHost // the script client's running script (cmd_script.go); nil otherwise
+
 	batch *batchHashes // the event loop's (see prefetchBatch); nil without one
 
 	// The entry last looked up, valid while the keyspace's removal count is gen (see entry).
@@ -126,11 +128,12 @@ type Conn struct {
 	bufMem     atomic.Int64 // the read and reply buffers' sizes, published with the statistics
 
 	// Replication (replication.go).
-	replApplier bool                          // Exec's or the primary stream's client: exempt from READONLY and LOADING
-	uncounted   bool                          // Exec's client: its calls reach no statistics (see Server.Exec)
-	replInfo    repl.ReplicaInfo              // what REPLCONF said, for PSYNC
-	woff        int64                         // the replication offset after this client's last write
-	hijack      func(nc net.Conn, buf []byte) // set by PSYNC: hand the connection over after the command
+	scriptClient bool                          // the client scripts run their commands through (MONITOR shows it as "lua")
+	replApplier  bool                          // Exec's or the primary stream's client: exempt from READONLY and LOADING
+	uncounted    bool                          // Exec's client: its calls reach no statistics (see Server.Exec)
+	replInfo     repl.ReplicaInfo              // what REPLCONF said, for PSYNC
+	woff         int64                         // the replication offset after this client's last write
+	hijack       func(nc net.Conn, buf []byte) // set by PSYNC: hand the connection over after the command
 }
 
 // A gateState is a goroutine's place in the server's gate: a connection's goroutine or an event
@@ -477,6 +480,12 @@ func (c *Conn) execute(args [][]byte) {
 		c.reject(msg)
 		return
 	}
+	if c.srv.gate.busy.Load() && cmd.Flags&FlagAllowBusy == 0 && !c.replApplier {
+		// The primary's stream and the log wait for a busy script instead, as Redis's
+		// replicas do.
+		c.rejectCmd(cmd, errBusyScript)
+		return
+	}
 	if c.multi != nil && cmd.Flags&FlagNoMulti == 0 {
 		c.queue(cmd, args)
 		return
@@ -590,7 +599,7 @@ func (c *Conn) call(cmd *Command, args [][]byte) {
 		c.rejectCmd(cmd, errLoading)
 		return
 	}
-	if cmd.Flags&FlagDenyOOM != 0 {
+	if cmd.Flags&FlagDenyOOM != 0 && c.script == nil { // a script's commands: checked by the script (cmd_script.go)
 		if m := c.srv.maxmemory.Load(); m > 0 && c.srv.ks.used.Load() > m && !c.srv.ks.loading.Load() {
 			c.srv.stats.oom.Add(1)
 			cmd.stats.Reject()
@@ -617,21 +626,38 @@ func (c *Conn) call(cmd *Command, args [][]byte) {
 	case c.inExclusive:
 		cmd.Handler(c, args)
 	case cmd.Flags&FlagExclusive != 0:
-		c.runExclusive(func() { cmd.Handler(c, args) })
-	default:
-		c.enterGate()
+		c.leaveGate()
+		alone := func() {
+			c.inExclusive = true
+			defer func() { c.inExclusive = false }()
+			cmd.Handler(c, args)
+		}
+		if c.replApplier {
+			c.srv.gate.exclusive(alone)
+		} else if !c.srv.gate.tryExclusive(alone) {
+			c.rejectCmd(cmd, errBusyScript)
+			return
+		}
+	case c.gs.entered || c.srv.gate.tryEnter(c.gs.slot) || c.replApplier && c.enterGate():
+		c.gs.entered = true
 		cmd.Handler(c, args)
+	case cmd.Flags&FlagAllowBusy != 0:
+		cmd.Handler(c, args) // touches no key: runs beside the busy script
+	default:
+		c.rejectCmd(cmd, errBusyScript)
+		return
 	}
 	c.account(cmd, args, timed, start, errs)
 }
 
 // enterGate marks the connection as running commands, so that removals of keys wait for it. A
 // connection enters once per pipelined batch and leaves before it flushes or reads.
-func (c *Conn) enterGate() {
+func (c *Conn) enterGate() bool {
 	if !c.gs.entered {
 		c.srv.gate.enter(c.gs.slot)
 		c.gs.entered = true
 	}
+	return true
 }
 
 func (c *Conn) leaveGate() {

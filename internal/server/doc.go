@@ -49,6 +49,12 @@
 // queued commands alone too, which makes transactions atomic as in Redis. This trades latency of
 // rare structural commands (microseconds of pause) for adds that take no lock at all.
 //
+// A Lua script (cmd_script.go, internal/script) runs alone as well, on its caller's goroutine or
+// event loop. Past busy-reply-threshold it declares itself busy: the commands waiting for the
+// gate give up and are answered -BUSY (the allow_busy ones, SCRIPT KILL and SHUTDOWN NOSAVE
+// among them, run beside it), and a helper goroutine serves the caller's event loop meanwhile
+// (loop.serveBusy), so no client waits behind a script that does not end.
+//
 // Cuckoo filters are the exception: an insertion moves fingerprints between buckets, so writes
 // to one cuckoo filter (CF.ADD, CF.INSERT, CF.DEL, CF.COMPACT, CF.LOADCHUNK) hold a mutex of its
 // value across the change and its journal record, and reads take the filter's read lock

@@ -20,6 +20,13 @@ type gate struct {
 
 	slotsMu sync.Mutex
 	slots   map[*slot]struct{}
+
+	// A script runs alone too, and may run for long: once it passes busy-reply-threshold it
+	// declares itself busy (setBusy), and the commands waiting for it (tryEnter,
+	// tryExclusive) give up, to be answered -BUSY, rather than hold up their event loop.
+	busy   atomic.Bool
+	waitMu sync.Mutex
+	waitCh chan struct{} // closed when the exclusive run ends or turns busy; nil between runs
 }
 
 // A slot is one command-running goroutine's busy flag, padded to its own cache line.
@@ -59,13 +66,85 @@ func (g *gate) enter(s *slot) {
 	}
 }
 
+// tryEnter is enter for a command about to run: it returns false, without marking s busy,
+// when the server is held by a script past busy-reply-threshold.
+func (g *gate) tryEnter(s *slot) bool {
+	for {
+		s.busy.Store(true)
+		if !g.excl.Load() {
+			return true
+		}
+		s.busy.Store(false)
+		if !g.waitRun() {
+			return false
+		}
+	}
+}
+
+// waitRun waits for the exclusive run in progress to end, and returns false if it is, or
+// turns, a busy script.
+func (g *gate) waitRun() bool {
+	if g.busy.Load() {
+		return false
+	}
+	g.waitMu.Lock()
+	ch := g.waitCh
+	g.waitMu.Unlock()
+	if ch == nil {
+		runtime.Gosched() // between Lock and the channel, or just ended
+		return true
+	}
+	<-ch
+	return !g.busy.Load()
+}
+
+// setBusy declares the exclusive run in progress a busy script: waiters give up.
+func (g *gate) setBusy() {
+	g.waitMu.Lock()
+	defer g.waitMu.Unlock()
+	if g.waitCh != nil && !g.busy.Load() {
+		g.busy.Store(true)
+		close(g.waitCh)
+	}
+}
+
 // exit marks s idle.
 func (g *gate) exit(s *slot) { s.busy.Store(false) }
 
 // exclusive runs fn while no other slot is busy. The caller's own slot must not be busy.
 func (g *gate) exclusive(fn func()) {
 	g.mu.Lock()
+	g.run(fn)
+}
+
+// tryExclusive is exclusive for a command about to run: it returns false, without running
+// fn, when the server is held by a script past busy-reply-threshold.
+func (g *gate) tryExclusive(fn func()) bool {
+	for !g.mu.TryLock() {
+		if !g.waitRun() {
+			return false
+		}
+	}
+	g.run(fn)
+	return true
+}
+
+// run runs fn alone; g.mu is held, and released when fn returns.
+func (g *gate) run(fn func()) {
 	defer g.mu.Unlock()
+	ch := make(chan struct{})
+	g.waitMu.Lock()
+	g.waitCh = ch
+	g.waitMu.Unlock()
+	defer func() {
+		g.waitMu.Lock()
+		if !g.busy.Load() {
+			close(ch)
+		}
+		g.busy.Store(false)
+		g.waitCh = nil
+		g.waitMu.Unlock()
+	}()
 	g.excl.Store(true)
 	defer g.excl.Store(false)
 	g.slotsMu.Lock()

@@ -31,6 +31,10 @@ type Journal interface {
 
 // propagate journals args (the command as received) for c.
 func (c *Conn) propagate(args [][]byte) {
+	if c.script != nil {
+		c.script.record(args) // a script's write: journaled with the others when it ends
+		return
+	}
 	j := c.srv.journal
 	if c.multiWrites == 1 {
 		// The first write of an EXEC opens the transaction in the journal.

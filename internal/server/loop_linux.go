@@ -67,6 +67,9 @@ type loop struct {
 
 	nowMs int64 // the time of this iteration
 
+	helping     bool               // serveBusy runs the loop: no io_uring (the loop's own batch is in flight)
+	completions []uring.Completion // the reads submitReads is running
+
 	batch batchHashes // of the batch that process runs (see prefetchBatch)
 }
 
@@ -496,29 +499,39 @@ func (lp *loop) readBatch(now time.Time) {
 // submitReads submits the reads queued for lp.reading[lo:hi] and runs what they brought.
 func (lp *loop) submitReads(lo, hi int, now time.Time) {
 	done, err := lp.ring.Submit()
+	lp.completions = done
 	for _, d := range done {
-		c := lp.reading[d.Tag]
-		lp.reading[d.Tag] = nil
-		if lp.conn(c.fd) != c {
-			continue // closed by a request of a connection before it in this batch
-		}
-		n, rerr := 0, error(nil)
-		switch {
-		case d.Res > 0:
-			n = int(d.Res)
-			lp.srv.stats.netIn.Add(int64(n))
-		case d.Res == 0:
-			rerr = errEOF
-		case syscall.Errno(-d.Res) == syscall.EAGAIN || syscall.Errno(-d.Res) == syscall.EINTR:
-			rerr = resp.ErrWouldBlock // epoll reports the socket again if it has bytes
-		default:
-			rerr = syscall.Errno(-d.Res)
-		}
-		lp.afterRead(c, c.rd.Commit(n, rerr), now)
+		lp.takeRead(d, now)
 	}
+	lp.completions = nil
 	if err != nil {
 		lp.ringFailed(err, lp.reading[lo:hi])
 	}
+}
+
+// takeRead runs what a read of the ring brought, unless it was taken already (by serveBusy).
+func (lp *loop) takeRead(d uring.Completion, now time.Time) {
+	c := lp.reading[d.Tag]
+	if c == nil {
+		return
+	}
+	lp.reading[d.Tag] = nil
+	if lp.conn(c.fd) != c {
+		return // closed by a request of a connection before it in this batch
+	}
+	n, rerr := 0, error(nil)
+	switch {
+	case d.Res > 0:
+		n = int(d.Res)
+		lp.srv.stats.netIn.Add(int64(n))
+	case d.Res == 0:
+		rerr = errEOF
+	case syscall.Errno(-d.Res) == syscall.EAGAIN || syscall.Errno(-d.Res) == syscall.EINTR:
+		rerr = resp.ErrWouldBlock // epoll reports the socket again if it has bytes
+	default:
+		rerr = syscall.Errno(-d.Res)
+	}
+	lp.afterRead(c, c.rd.Commit(n, rerr), now)
 }
 
 // ringFailed gives up the ring after a failed submission; the loop goes on with a system call
@@ -668,7 +681,7 @@ func (lp *loop) finish() {
 			c.lagging = true
 			lp.lagging = append(lp.lagging, c)
 		}
-		if lp.ring != nil {
+		if lp.ring != nil && !lp.helping {
 			lp.queueWrite(c)
 		} else {
 			lp.write(c)
@@ -987,4 +1000,75 @@ func (lp *loop) handOver(c *Conn) {
 		return
 	}
 	fn(nc, buf)
+}
+
+// serveBusy serves the loop while its own goroutine runs a script of caller's that passed
+// busy-reply-threshold, until stop is closed, and then closes done: the other connections of
+// the loop are answered as Redis answers them then (-BUSY, and SCRIPT KILL, SHUTDOWN NOSAVE and
+// the other allow_busy commands run). The loop's goroutine is inside the script and touches
+// none of the loop's state until done is closed, so this goroutine owns it meanwhile; it
+// leaves alone the caller (whose request is the script) and the connections whose reads the
+// interrupted iteration has yet to take, and does not use io_uring, whose completions that
+// iteration is still reading.
+func (lp *loop) serveBusy(caller *Conn, stop <-chan struct{}, done chan<- struct{}) {
+	defer close(done)
+	lp.helping = true
+	defer func() {
+		lp.helping = false
+		lp.epf.SetReadDeadline(time.Time{})
+		lp.hasDeadline = false
+	}()
+	// The reads the interrupted iteration brought and has not run yet: run them first (the
+	// iteration skips what is taken).
+	now := time.Now()
+	for _, d := range lp.completions {
+		if c := lp.reading[d.Tag]; c != nil && c != caller {
+			lp.takeRead(d, now)
+		}
+	}
+	lp.finish()
+	events := make([]syscall.EpollEvent, 64)
+	for {
+		select {
+		case <-stop:
+			lp.finish()
+			return
+		default:
+		}
+		lp.epf.SetReadDeadline(time.Now().Add(50 * time.Millisecond))
+		n := 0
+		lp.rc.Read(func(fd uintptr) bool {
+			m, err := rawEpollWait(int(fd), events)
+			if err != nil {
+				m = 0
+			}
+			n = m
+			return m > 0
+		})
+		now := time.Now()
+		served := false
+		for i := range n {
+			fd := int(events[i].Fd)
+			if fd == lp.efd {
+				lp.control(now)
+				served = true
+				continue
+			}
+			c := lp.conn(fd)
+			if c == nil || c == caller {
+				continue
+			}
+			served = true
+			if events[i].Events&syscall.EPOLLOUT != 0 && len(c.out) > 0 {
+				lp.writeOut(c)
+			}
+			if events[i].Events&(syscall.EPOLLIN|syscall.EPOLLHUP|syscall.EPOLLERR) != 0 && len(c.out) == 0 && !c.closing {
+				lp.readable(c, now)
+			}
+		}
+		lp.finish()
+		if n > 0 && !served {
+			time.Sleep(time.Millisecond) // only the caller is ready: epoll would report it at once again
+		}
+	}
 }

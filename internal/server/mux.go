@@ -35,6 +35,10 @@ const (
 	// read-only (CF.COMPACT): COMMAND shows it as RedisBloom does, but a read-only replica
 	// refuses it as a write, so that its data stays its primary's.
 	FlagChangesData
+	FlagNoScript        // refused when a script calls it
+	FlagAllowBusy       // answered while a script runs past busy-reply-threshold
+	FlagNoMandatoryKeys // COMMAND INFO's no_mandatory_keys
+	FlagMovableKeys     // COMMAND INFO's movablekeys: keys found from the arguments
 )
 
 var flagNames = []struct {
@@ -43,9 +47,10 @@ var flagNames = []struct {
 }{
 	// Redis 7's order (addReplyCommandFlags).
 	{FlagWrite, "write"}, {FlagReadonly, "readonly"}, {FlagDenyOOM, "denyoom"}, {FlagModule, "module"},
-	{FlagAdmin, "admin"}, {FlagLoading, "loading"}, {FlagStale, "stale"},
-	{FlagNoMonitor, "skip_monitor"}, {FlagNoSlowlog, "skip_slowlog"}, {FlagFast, "fast"},
-	{FlagNoAuth, "no_auth"}, {FlagNoMulti, "no_multi"},
+	{FlagAdmin, "admin"}, {FlagNoScript, "noscript"}, {FlagLoading, "loading"}, {FlagStale, "stale"},
+	{FlagNoMonitor, "skip_monitor"}, {FlagNoSlowlog, "skip_slowlog"}, {FlagFast, "fast"}, {FlagNoAuth, "no_auth"},
+	{FlagNoMandatoryKeys, "no_mandatory_keys"}, {FlagNoMulti, "no_multi"}, {FlagMovableKeys, "movablekeys"},
+	{FlagAllowBusy, "allow_busy"},
 }
 
 // A Command is one entry of the command table.

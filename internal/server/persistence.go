@@ -357,6 +357,10 @@ func shutdownCmd(c *Conn, args [][]byte) {
 		c.reject(errInMulti)
 		return
 	}
+	if msg := c.srv.scriptShutdown(nosave); msg != "" {
+		c.w.Error(msg)
+		return
+	}
 	s := c.srv
 	st := s.store
 	if st != nil && !nosave {

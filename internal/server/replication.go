@@ -329,12 +329,6 @@ func registerReplication(mx *Mux) {
 	cmd("replconf", -1, FlagAdmin|FlagStale|FlagLoading, "3.0.0", "server", "An internal command for configuring the replication stream.", replconfCmd)
 	cmd("wait", 3, 0, "3.0.0", "generic", "Blocks until the asynchronous replication of all preceding write commands sent by the connection is completed.", waitCmd)
 	cmd("role", 1, FlagLoading|FlagStale|FlagFast, "2.8.12", "server", "Returns the replication role.", roleCmd)
-	script := &Command{Name: "script", Arity: -2, Since: "2.6.0", Group: "scripting", Summary: "A container for Lua scripts management commands.", Subcommands: map[string]*Command{}}
-	mx.Handle(script)
-	script.Subcommands["kill"] = &Command{Name: "script|kill", Arity: 2, Flags: FlagLoading | FlagStale, Since: "2.6.0", Group: "scripting",
-		Summary: "Terminates a server-side Lua script during execution.", Handler: func(c *Conn, args [][]byte) {
-			c.w.Error("NOTBUSY No scripts in execution right now.")
-		}}
 }
 
 func replicaofCmd(c *Conn, args [][]byte) {

@@ -23,6 +23,7 @@ import (
 	"github.com/bloomd/bloom/internal/protected"
 	"github.com/bloomd/bloom/internal/pubsub"
 	"github.com/bloomd/bloom/internal/repl"
+	"github.com/bloomd/bloom/internal/script"
 )
 
 // A Server is bloomd: it accepts RESP connections and runs their commands against one keyspace.
@@ -93,6 +94,13 @@ type Server struct {
 	// dataLoading is set while the data files load: commands that may not run then are
 	// answered -LOADING.
 	dataLoading atomic.Bool
+	// Scripting (cmd_script.go).
+	scripts    *script.Engine
+	scriptConn *Conn // the client scripts run their commands through
+	scriptMu   sync.Mutex
+	scriptRun  atomic.Pointer[scriptRun] // the running script, under scriptMu for changes
+	busyMs     atomic.Int64              // busy-reply-threshold
+
 	shutdownReq chan bool      // SHUTDOWN's requests to Run, with whether to save
 	wg          sync.WaitGroup // connections and the cron goroutine
 }
@@ -137,6 +145,8 @@ func New(cfg Config) (*Server, error) {
 	s.runID = newRunID()
 	registerStatsCommands(s.mux)
 	registerACL(s.mux)
+	registerScripting(s.mux)
+	s.initScripting()
 	s.attachStats()
 	if err := s.initACL(&cfg); err != nil {
 		return nil, err
@@ -181,6 +191,7 @@ func (s *Server) applyConfig(c *Config) {
 	s.filters.Store(*c.filterSettings())
 	limits := c.ClientOutputBufferLimit
 	s.obufLimits.Store(&limits)
+	s.busyMs.Store(c.BusyReplyThreshold)
 }
 
 // config returns a copy of the current settings.
