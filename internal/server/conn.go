@@ -68,6 +68,7 @@ type Conn struct {
 	oomReply string   // the reply of a resOOM result: the last refused growth's sizes
 
 	journalArgs [][]byte // a rewritten command for the journal
+	newKey      []byte   // a key the command created, whose "new" event is pending (notify.go)
 
 	batch *batchHashes // the event loop's (see prefetchBatch); nil without one
 

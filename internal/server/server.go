@@ -46,6 +46,7 @@ type Server struct {
 	maxclients  atomic.Int64
 	timeout     atomic.Int64 // nanoseconds, 0 if none
 	maxBulk     atomic.Int64
+	notifyOn    atomic.Uint32   // notify-keyspace-events, a pubsub.Classes (notify.go)
 	ceiling     ceiling         // the most the keyspace may hold, found at start (memory.go)
 	filters     filterconf.Live // defaults of new filters and the size limits (config_filters.go)
 
@@ -166,6 +167,7 @@ func (s *Server) applyConfig(c *Config) {
 	s.maxclients.Store(int64(c.MaxClients))
 	s.timeout.Store(int64(c.Timeout) * int64(time.Second))
 	s.maxBulk.Store(c.ProtoMaxBulkLen)
+	s.notifyOn.Store(uint32(c.NotifyKeyspaceEvents))
 	s.level.Set(logLevels[c.LogLevel])
 	s.mstats.SlowLog.SetThreshold(c.SlowlogLogSlowerThan)
 	s.mstats.SlowLog.SetMaxLen(int64(c.SlowlogMaxLen))
@@ -489,8 +491,10 @@ func (s *Server) removeExpired(c *Conn, sh *shard, e *entry) {
 	s.stats.expired.Add(1)
 	if c != nil {
 		c.propagateCmd([]byte("DEL"), []byte(e.key))
+		c.notify(evExpired, "expired", []byte(e.key))
 		return
 	}
+	s.notify(evExpired, "expired", []byte(e.key))
 	del := [][]byte{[]byte("DEL"), []byte(e.key)}
 	if s.journal != nil {
 		s.journal.Append(del)
