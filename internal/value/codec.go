@@ -50,18 +50,19 @@ func AppendHash(b []byte, v HashView) []byte {
 
 // DecodeHash decodes an encoded hash. The values alias p, which the caller must not change
 // afterwards. It allocates no more than p's length warrants: the field count is checked against
-// the bytes before anything is made for it. A field that appears twice, a length past the end
-// or bytes after the last field is ErrCorrupt.
+// the bytes before anything is made for it. A field that appears twice, a length past the end,
+// a length not in its shortest form or bytes after the last field is ErrCorrupt, so a hash has
+// one encoding.
 func DecodeHash(p []byte, lim Limits) (*Hash, error) {
 	n, k := binary.Uvarint(p)
-	if k <= 0 || n > uint64(len(p)-k)/2 {
+	if k <= 0 || k != uvarintLen(n) || n > uint64(len(p)-k)/2 {
 		return nil, fmt.Errorf("%w: a count of %d fields in %d bytes", ErrCorrupt, n, len(p))
 	}
 	p = p[k:]
 	h := &Hash{index: make(map[string]int, n), order: make([]slot, 0, n)}
 	next := func(what string) ([]byte, error) {
 		l, k := binary.Uvarint(p)
-		if k <= 0 || l > uint64(len(p)-k) {
+		if k <= 0 || k != uvarintLen(l) || l > uint64(len(p)-k) {
 			return nil, fmt.Errorf("%w: %s %d runs past the end", ErrCorrupt, what, len(h.order))
 		}
 		b := p[k : k+int(l) : k+int(l)]
