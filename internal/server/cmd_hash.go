@@ -173,6 +173,10 @@ const (
 	mathMinInt64 = -1 << 63
 )
 
+// maxRandomFields bounds HRANDFIELD's negative count (fields drawn with repetition): a reply
+// of 16 Mi fields is a few hundred MiB already.
+const maxRandomFields = 1 << 24
+
 // hincrbyfloatCmd implements HINCRBYFLOAT key field increment in Redis's long double arithmetic
 // (value.IncrFloat), recorded as HSET of the result.
 func hincrbyfloatCmd(c *Conn, args [][]byte) {
@@ -372,7 +376,9 @@ func hrandfieldCmd(c *Conn, args [][]byte) {
 		return
 	}
 	withValues := len(args) == 4
-	if withValues && (count < -mathMaxInt64/2 || count > mathMaxInt64/2) {
+	if withValues && (count < -mathMaxInt64/2 || count > mathMaxInt64/2) || count < -maxRandomFields {
+		// Redis answers any negative count, building a reply that can take the server's
+		// memory; bloomd refuses one of more than maxRandomFields fields.
 		c.w.Error(value.ErrOutOfRange)
 		return
 	}

@@ -111,3 +111,32 @@ func readUntilSync(t *testing.T, sub *rawClient, id string) []byte {
 	t.Fatal("no sync message")
 	return nil
 }
+
+// TestNotifyExpired: a key whose time passes is published as "expired" (class x) when the
+// server's active expiry removes it, by redis-server and by bloomd alike; with class g a DEL of
+// it is "del", and with neither class nothing.
+func TestNotifyExpired(t *testing.T) {
+	rs := redistest.New(t, nil)
+	s := startServer(t, nil)
+	for _, addr := range []string{rs.Addr, s.addr()} {
+		c, sub := dial(t, addr), dial(t, addr)
+		c.do("CONFIG", "SET", "notify-keyspace-events", "Ex")
+		sub.do("PSUBSCRIBE", "__keyevent@0__:*")
+		c.do("SET", "a", "v", "PX", "30")
+		c.do("HSET", "b", "f", "v")
+		c.do("PEXPIRE", "b", "30")
+		c.do("SETBIT", "c", "7", "1")
+		c.do("DEL", "c") // class g is off: no event
+		got := map[string]bool{}
+		for len(got) < 2 {
+			_, v := sub.read()
+			if len(v.Elems) != 4 || v.Elems[2].Text() != "__keyevent@0__:expired" {
+				t.Fatalf("%s: unexpected message %v", addr, v)
+			}
+			got[v.Elems[3].Text()] = true
+		}
+		if !got["a"] || !got["b"] {
+			t.Errorf("%s: expired %v", addr, got)
+		}
+	}
+}
