@@ -199,6 +199,7 @@ var params = []param{
 	{"notify-keyspace-events", true, func(c *Config) string { return c.NotifyKeyspaceEvents.String() }, func(c *Config, v string) error {
 		cl, ok := pubsub.ParseClasses(v)
 		if !ok {
+			//lint:ignore ST1005 Redis 7.0's wording, which CONFIG SET's error repeats
 			return errors.New("Invalid event class character. Use 'Ag$lshzxeKEtmdn'.")
 		}
 		c.NotifyKeyspaceEvents = cl
