@@ -482,6 +482,9 @@ func ReadSnapshot(r io.Reader, size int64, name string, sink Sink) (SnapshotHead
 				return h, st, corrupt(name, at, "section %d (key %q): a hash with %d bytes of bits", st.Keys, clip(key), data)
 			}
 			hv, err := value.DecodeHash(meta, value.DefaultLimits)
+			if err == nil && hv.Len() == 0 {
+				err = errors.New("a hash with no fields") // a key is deleted with its last field
+			}
 			if err != nil {
 				return h, st, corrupt(name, at, "section %d (key %q): %v", st.Keys, clip(key), err)
 			}

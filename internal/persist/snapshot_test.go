@@ -103,8 +103,6 @@ func testItems(t testing.TB, bigFilter bool) []Item {
 	hv := h.Snapshot()
 	h.Set([]byte("after"), []byte("the snapshot"), value.DefaultLimits) // not in the view
 	items = append(items, Item{Key: "config", Hash: &hv, Expire: 1700000000000})
-	empty := value.NewHash().Snapshot()
-	items = append(items, Item{Key: "no-fields", Hash: &empty})
 	for _, cf := range []struct {
 		key      string
 		capacity uint64

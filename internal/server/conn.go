@@ -551,6 +551,7 @@ func (c *Conn) call(cmd *Command, args [][]byte) {
 		start = time.Now()
 	}
 	errs := c.errs
+	c.newKey = nil
 	switch {
 	case c.inExclusive:
 		cmd.Handler(c, args)

@@ -205,7 +205,7 @@ func (k dataKeyspace) Cuckoo(key []byte, expire int64, header []byte) (*bloom.Cu
 
 // String sets key to value, which it keeps.
 func (k dataKeyspace) String(key, value []byte, expire int64) error {
-	return k.load(key, newStringEntry(key, value), expire, "string")
+	return k.load(key, newStringEntry(key, value[:len(value):len(value)]), expire, "string")
 }
 
 // Hash sets key to h, which it keeps.

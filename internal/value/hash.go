@@ -163,8 +163,11 @@ type Limits struct{ Entries, Value int }
 // DefaultLimits are Redis 7.0's defaults.
 var DefaultLimits = Limits{Entries: 512, Value: 64}
 
-// Random returns a random field.
+// Random returns a random field ("" and nil for an empty hash, which no key holds).
 func (h *Hash) Random() (name string, val []byte) {
+	if len(h.index) == 0 {
+		return "", nil
+	}
 	for {
 		if s := h.order[rand.IntN(len(h.order))]; s.f != nil {
 			return s.f.name, s.f.val
