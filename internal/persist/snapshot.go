@@ -315,6 +315,10 @@ func writeSnapshot(w io.Writer, h SnapshotHeader, items []Item, sparse bool) (in
 	return cw.n, nil
 }
 
+// stringPiece is how much of a string is copied per hold of its read lock: a write to the
+// string waits at most for one such copy (tens of microseconds).
+const stringPiece = 256 << 10
+
 // writeString writes the section of a string that clients may change meanwhile (Item.Str): its
 // first StrLen bytes, copied a piece at a time under the string's read lock into buf, and
 // written with the lock released, so a slow disk never holds up the string's writers. The
@@ -330,7 +334,7 @@ func writeString(bw *bufio.Writer, b, buf *[]byte, it Item) error {
 	bw.WriteString(it.Key)
 	sum := crcUpdate(0, []byte(it.Key))
 	for off := 0; off < it.StrLen; {
-		n := min(pieceSize, it.StrLen-off)
+		n := min(stringPiece, it.StrLen-off)
 		if cap(*buf) < n {
 			*buf = make([]byte, n)
 		}

@@ -122,7 +122,7 @@ func testItems(t testing.TB, bigFilter bool) []Item {
 	}
 	if bigFilter {
 		add("big", 15_000_000, false, 1000, 0) // 17 MiB: two pieces
-		big := make([]byte, 3*pieceSize/2)     // a string of two pieces
+		big := make([]byte, 3*pieceSize/2)     // a string of many pieces
 		for i := range big {
 			big[i] = byte(i * 7)
 		}
