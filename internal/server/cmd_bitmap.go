@@ -197,13 +197,13 @@ func bitfieldCmd(c *Conn, args [][]byte) {
 		if grown || changed {
 			c.propagate(rec)
 		}
-		if changed || grown && writes > 0 {
-			// As Redis: an event when a write changed a bit or made the string longer (not
-			// when every write failed, though the string was made longer).
-			c.notify(evString, "setbit", key)
-		}
 		c.journalArgs = rec[:0]
 		c.writeFieldResults(res)
+		if changed || grown && writes > 0 {
+			// As Redis, after the replies: an event when a write changed a bit or made the
+			// string longer (not when every write failed, though the string grew).
+			c.notify(evString, "setbit", key)
+		}
 		return true
 	})
 }
