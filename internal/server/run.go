@@ -48,6 +48,8 @@ warning each):
   --loglevel level         debug, verbose, notice (default) or warning
   --logfile path           log file (default: standard error)
   --proto-max-bulk-len n   longest bulk string in a request (default 512mb)
+  --notify-keyspace-events classes   keyspace notifications with Redis's classes, e.g.
+                           KEA (default "": none)
   --io-threads n           event loops serving plain TCP clients on Linux (default 0: one
                            per core but one; -1: a goroutine per connection instead)
   --debug-port n           serve Go's profiles (net/http/pprof) on 127.0.0.1:n (default 0: off)
