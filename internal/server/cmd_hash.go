@@ -15,11 +15,11 @@ import (
 // change, its record and its events, reads its read lock. HDEL runs alone (exclusive in the
 // table), since deleting the last field deletes the key.
 //
-// Records: a snapshot shares a hash's fields and the hash copies its list of fields before its
-// next change (value.Hash.Snapshot), so records need not be overwrites; still, HINCRBY and
-// HINCRBYFLOAT are recorded as HSET of the result, as Redis propagates HINCRBYFLOAT, so that a
-// replay or a replica never does arithmetic of its own, and an HDEL that empties the hash is
-// followed by DEL.
+// Records: a snapshot shares a hash's fields as of its instant (the hash copies its list of
+// fields before its next change: value.Hash.Snapshot), so the log after it replays over exactly
+// that hash and the commands are recorded as they are, as Redis propagates them: HINCRBYFLOAT
+// as HSET of its result (no replay or replica does long double arithmetic of its own), and an
+// HDEL that empties the hash followed by DEL.
 
 // hashLimits are the limits within which a hash is small (Redis's listpack encoding): HSCAN
 // returns a small hash whole. bloomd uses Redis 7.0's defaults (hash-max-listpack-* are not
@@ -136,7 +136,7 @@ func hsetnxCmd(c *Conn, args [][]byte) {
 	})
 }
 
-// hincrbyCmd implements HINCRBY key field increment, recorded as HSET of the result.
+// hincrbyCmd implements HINCRBY key field increment.
 func hincrbyCmd(c *Conn, args [][]byte) {
 	key, name := args[1], args[2]
 	incr, ok := resp.ParseInt(args[3])
@@ -161,7 +161,7 @@ func hincrbyCmd(c *Conn, args [][]byte) {
 		if c.hashSet(hv, [][]byte{name, nv}) < 0 {
 			return false
 		}
-		c.propagateCmd([]byte("HSET"), key, name, nv)
+		c.propagate(args)
 		c.w.Int(v)
 		c.notify(evHash, "hincrby", key)
 		return true

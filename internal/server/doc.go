@@ -99,7 +99,7 @@
 //     PXAT), and an expired key's removal is journaled as DEL, as Redis propagates it;
 //   - a write to a string or hash is journaled under the value's lock, in the form that replays
 //     exactly over a snapshot copied while clients went on (BITFIELD as the values it wrote,
-//     BITOP as a SET of its result, HINCRBY as HSET; see cmd_string.go and cmd_hash.go).
+//     BITOP as a SET of its result, HINCRBYFLOAT as HSET; see cmd_string.go and cmd_hash.go).
 //
 // Replaying the records with Server.Exec while SetLoading(true) (expiry suspended, as Redis does
 // while loading its AOF; adds counted as new) rebuilds the keyspace; TestJournalReplay checks

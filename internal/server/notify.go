@@ -16,11 +16,11 @@ import "github.com/bloomd/bloom/internal/pubsub"
 //
 // A handler publishes its events where its journal record is written, under the same lock, so
 // for each key the events come in the order of the changes. They are not derived from the
-// records themselves: records are rewritten so that they replay exactly over a snapshot taken
-// while clients go on (APPEND is recorded as SETRANGE at the old length, HINCRBY and
-// HINCRBYFLOAT as HSET, BITFIELD as the values it wrote), and one record can stand for several
-// events (an add that creates its filter). A replica applies the stream through the same
-// handlers and so publishes the events of the commands it applies, as a Redis replica does.
+// records themselves: some records are rewritten so that they replay exactly over a snapshot
+// taken while clients go on (BITFIELD as the values it wrote, BITOP as a SET of its result,
+// HINCRBYFLOAT as HSET), one record can stand for several events (an add that creates its
+// filter), and an event can have no record (keymiss). A replica applies the stream through the
+// same handlers and so publishes the events of the commands it applies, as a Redis replica does.
 
 // Notification classes, for the handlers.
 const (
