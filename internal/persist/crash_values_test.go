@@ -171,6 +171,7 @@ func TestCrashValues(t *testing.T) {
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("seed %d", seed)
 	rng := rand.New(rand.NewPCG(seed, 2))
+	bloomd(t) // built before the budget starts
 	start := time.Now()
 	rounds, snapshots := 0, 0
 	for ; rounds < 40 && time.Since(start) < budget; rounds++ {
