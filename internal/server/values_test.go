@@ -221,3 +221,39 @@ func TestValuesACL(t *testing.T) {
 		}
 	}
 }
+
+// TestValuesCommandInfo compares COMMAND INFO's name, arity, flags and key positions, and
+// COMMAND DOCS' summary, since and group, of the string, bitmap and hash commands with a live
+// redis-server 7.0 (TestACLCategoriesMatchRedis compares their categories and key specs).
+func TestValuesCommandInfo(t *testing.T) {
+	rs := redistest.New(t, nil)
+	s := startServer(t, nil)
+	b, r := dial(t, s.addr()), dial(t, rs.Addr)
+	for _, name := range strings.Fields(`get set setnx mget mset strlen getrange setrange append setbit getbit
+		bitcount bitpos bitop bitfield bitfield_ro hset hmset hsetnx hget hmget hgetall hkeys hvals hdel
+		hexists hlen hstrlen hincrby hincrbyfloat hrandfield hscan`) {
+		mine, theirs := b.do("COMMAND", "INFO", name).Elems[0], r.do("COMMAND", "INFO", name).Elems[0]
+		for i := range 6 {
+			if mine.Elems[i].String() != theirs.Elems[i].String() {
+				t.Errorf("%s: COMMAND INFO field %d: bloomd %s, redis-server %s", name, i, mine.Elems[i], theirs.Elems[i])
+			}
+		}
+		docs := func(c *rawClient) string {
+			d := c.do("COMMAND", "DOCS", name).Elems[1]
+			out := ""
+			for i := 0; i+1 < len(d.Elems); i += 2 {
+				switch d.Elems[i].Text() {
+				case "summary", "since", "group":
+					out += d.Elems[i].Text() + "=" + d.Elems[i+1].Text() + " "
+				}
+			}
+			return out
+		}
+		if name == "get" || name == "set" || name == "strlen" {
+			continue // registered before, with newer Redis's summaries
+		}
+		if m, th := docs(b), docs(r); m != th {
+			t.Errorf("%s: COMMAND DOCS bloomd %q, redis-server %q", name, m, th)
+		}
+	}
+}
