@@ -102,7 +102,9 @@ func (c *Conn) createEntry(sh *shard, ne *entry, fn func() bool) {
 // reserveValue charges n more bytes for a value, or replies OOM and returns false.
 func (c *Conn) reserveValue(n int64) bool {
 	if n <= 0 {
-		c.srv.ks.used.Add(n)
+		if n < 0 {
+			c.srv.ks.used.Add(n) // a shared counter: not touched when nothing changes
+		}
 		return true
 	}
 	if err := c.srv.reserveMem(n); err != nil {
