@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"fmt"
 	"strconv"
 	"strings"
@@ -8,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/bloomd/bloom/internal/redistest"
+	"github.com/bloomd/bloom/internal/resp"
 )
 
 // TestValuesParallelOneKey runs clients in parallel on one bitmap and one hash (SETBIT, GETBIT,
@@ -255,5 +257,61 @@ func TestValuesCommandInfo(t *testing.T) {
 		if m, th := docs(b), docs(r); m != th {
 			t.Errorf("%s: COMMAND DOCS bloomd %q, redis-server %q", name, m, th)
 		}
+	}
+}
+
+// TestValuesHotPathAllocs: SETBIT and GETBIT on an existing bitmap (the hot path of filters
+// kept in plain strings), GET, STRLEN, BITCOUNT, HGET and HEXISTS allocate nothing in steady
+// state.
+func TestValuesHotPathAllocs(t *testing.T) {
+	s := startServer(t, nil)
+	s.Exec([]byte("SETBIT"), []byte("bits"), []byte("100000"), []byte("0"))
+	s.Exec([]byte("HSET"), []byte("h"), []byte("size"), []byte("958505"))
+	var in []byte
+	cmds := 0
+	for i := range 16 {
+		off := []byte(strconv.Itoa(i * 6151))
+		for _, cmd := range [][][]byte{
+			{[]byte("SETBIT"), []byte("bits"), off, []byte("1")},
+			{[]byte("GETBIT"), []byte("bits"), off},
+			{[]byte("HGET"), []byte("h"), []byte("size")},
+		} {
+			in = resp.AppendCommand(in, cmd...)
+			cmds++
+		}
+	}
+	for _, cmd := range [][][]byte{
+		{[]byte("GET"), []byte("bits")},
+		{[]byte("STRLEN"), []byte("bits")},
+		{[]byte("BITCOUNT"), []byte("bits"), []byte("0"), []byte("-1"), []byte("BIT")},
+		{[]byte("HEXISTS"), []byte("h"), []byte("size")},
+	} {
+		in = resp.AppendCommand(in, cmd...)
+		cmds++
+	}
+	rw := &loopConn{in: in}
+	c := s.newConn(rw)
+	defer c.close()
+	run := func() {
+		rw.off = 0
+		rw.out.Reset()
+		c.rd.Reset(rw)
+		for range cmds {
+			args, err := c.rd.ReadCommand()
+			if err != nil {
+				t.Fatal(err)
+			}
+			c.execute(args)
+		}
+		if err := c.flush(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	run()
+	if bytes.Contains(rw.out.Bytes(), []byte("-")) {
+		t.Fatalf("a command of the batch failed: %q", rw.out.Bytes())
+	}
+	if a := testing.AllocsPerRun(100, run); a != 0 {
+		t.Fatalf("a batch of %d commands allocates %v times", cmds, a)
 	}
 }
