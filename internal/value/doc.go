@@ -60,8 +60,10 @@
 // TestHashSnapshotUnchanged and TestHashScanCursor the hash; FuzzParseBitfield and
 // FuzzDecodeHash fuzz what is parsed by hand. In internal/server, TestValuesParallelOneKey runs
 // parallel clients on one bitmap and one hash under -race with exact final counts and an exact
-// replay of the journal, TestValuesReplication compares a replica with its primary, and
-// TestValuesMemory the memory charge; internal/persist's TestCrashValues kills bloomd with
+// replay of the journal, TestValuesReplication compares a replica with its primary,
+// TestValuesMemory the memory charge, TestValuesHotPathAllocs shows that SETBIT, GETBIT and HGET
+// allocate nothing, and TestValuesCommandInfo compares COMMAND INFO and DOCS with redis-server;
+// internal/persist's TestCrashValues kills bloomd with
 // SIGKILL while clients change values and snapshots are taken, and finds every acknowledged
 // change after each restart.
 package value
