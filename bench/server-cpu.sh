@@ -17,7 +17,12 @@
 # 50 clients, at -P 1 and -P 16, neither server persisting anything; EVALSHA of the Spring
 # example's script "return redis.call('BF.ADD', KEYS[1], KEYS[2])" (the filter and the item as
 # its two keys), loaded with SCRIPT LOAD; then BF.ADD on two more
-# servers with appendonly yes and appendfsync everysec. PING comes first: what a command costs
+# servers with appendonly yes and appendfsync everysec. SETBIT and GETBIT, what a filter kept in
+# a plain Redis string costs per bit (the Spring helper's and Redisson's layouts), run at random
+# offsets of a 12.5 MB string (10^8 bits, made whole at the start of every round and given 100k
+# bits unmeasured), on the same servers, driven by bench/bitload (redis-benchmark's random
+# numbers are zero-padded, which Redis refuses as bit offsets) with the same clients and depths:
+# for them the "RedisBloom" server is plain redis-server (the module is loaded but not used). PING comes first: what a command costs
 # that does no work, the floor of each server's read-parse-reply path. Within a round each test runs on both
 # servers back to back, the first server alternating by round; the table gives the median per
 # command, and the ratio's median and range over the rounds (each round's ratio taken between
@@ -49,6 +54,7 @@ tck=$(getconf CLK_TCK)
 
 
 go build -o "$tmp/bin/bloomd" ./cmd/bloomd
+(cd bench && go build -o "$tmp/bin/bitload" ./bitload) # SETBIT, GETBIT: see bench/bitload
 
 declare -A port pid
 # start NAME KIND AOF: starts a server (KIND bloomd or redisbloom) with or without an append-only
@@ -101,8 +107,13 @@ run() {
     [ "$aof" = yes ] && name=$s-aof
     local before after rps
     before=$(cpu "$name")
-    rps=$(redis-benchmark -h 127.0.0.1 -p "${port[$name]}" -c 50 -n "$n" -r "$R" -P "$pipe" --csv "$@" 2>/dev/null |
-      tail -1 | tr -d '"' | cut -d, -f2)
+    if [ "$test" = SETBIT ] || [ "$test" = GETBIT ]; then
+      rps=$("$tmp/bin/bitload" -addr "127.0.0.1:${port[$name]}" -cmd "$test" -key "$2" -c 50 -n "$n" -r "$R" -P "$pipe" |
+        tr -d '"' | cut -d, -f2)
+    else
+      rps=$(redis-benchmark -h 127.0.0.1 -p "${port[$name]}" -c 50 -n "$n" -r "$R" -P "$pipe" --csv "$@" 2>/dev/null |
+        tail -1 | tr -d '"' | cut -d, -f2)
+    fi
     after=$(cpu "$name")
     echo "$round $test $pipe $aof $s $(((after - before))) $n $rps" >>"$tmp/results"
   done
@@ -117,8 +128,9 @@ done
 for round in $(seq "$ROUNDS"); do
   for s in "${servers[@]}"; do
     for name in "$s" "$s-aof"; do
-      redis-cli -p "${port[$name]}" DEL bf >/dev/null
+      redis-cli -p "${port[$name]}" DEL bf bits >/dev/null
       redis-cli -p "${port[$name]}" BF.RESERVE bf 0.01 10000000 >/dev/null
+      redis-cli -p "${port[$name]}" SETBIT bits $((R - 1)) 0 >/dev/null
     done
   done
   # Fault the new filters' pages in (100k random items): the tests measure commands on a filter
@@ -126,6 +138,7 @@ for round in $(seq "$ROUNDS"); do
   for s in "${servers[@]}"; do
     for name in "$s" "$s-aof"; do
       redis-benchmark -h 127.0.0.1 -p "${port[$name]}" -c 10 -n 10000 -r "$R" -P 16 BF.MADD bf $items10 >/dev/null 2>&1
+      "$tmp/bin/bitload" -addr "127.0.0.1:${port[$name]}" -cmd SETBIT -key bits -c 10 -n 100000 -r "$R" -P 16 >/dev/null
     done
   done
   for pipe in 16 1; do
@@ -138,6 +151,8 @@ for round in $(seq "$ROUNDS"); do
     run "$round" BF.MEXISTS "$pipe" no $((n / 5)) BF.MEXISTS bf $items10
     run "$round" EVALSHA:BF.ADD "$pipe" no "$n" EVALSHA "$sha" 2 bf __rand_int__
     run "$round" BF.ADD "$pipe" yes "$n" BF.ADD bf __rand_int__
+    run "$round" SETBIT "$pipe" no "$n" SETBIT bits
+    run "$round" GETBIT "$pipe" no "$n" GETBIT bits
   done
   echo "round $round of $ROUNDS done" >&2
 done

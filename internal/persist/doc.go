@@ -62,6 +62,14 @@
 //     Their writes are logged in the order they took effect on each filter, and the snapshot
 //     copies each cuckoo filter whole at T, inside the pause (a memory copy, not a walk over its
 //     slots), so the copy plus the log replays to the exact slots.
+//   - Strings changed in place (SETBIT, SETRANGE, APPEND, BITFIELD) are copied like bits, while
+//     clients go on, a piece at a time under the string's read lock, as many bytes as the string
+//     had at T (a string only grows while it is a key's value). The server logs every change to a
+//     string in a form whose replay over such a copy gives the same bytes: a change within the
+//     copied length does not depend on what it overwrites (BITFIELD's INCRBY is logged as the
+//     value it wrote), and one past it sees the same string the original saw.
+//   - A hash is shared with the snapshot as of T (value.Hash.Snapshot, inside the pause): its next
+//     change copies its list of fields first, so the snapshot writes exactly the fields of T.
 //
 // Where the original order of two concurrent adds to one filter is not the order of their
 // records (two connections adding at one instant), a filter's counts and the link an item lands

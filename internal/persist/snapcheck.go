@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/bloomd/bloom"
+	"github.com/bloomd/bloom/internal/value"
 	"github.com/bloomd/bloom/redisbloom"
 )
 
@@ -171,7 +172,7 @@ func (v *sectionVerifier) verify(off int64) (snapSection, *CorruptError) {
 	}
 	rest := v.size - d.off
 	switch {
-	case kind != kindFilter && kind != kindString && kind != kindCuckoo || h[1]|h[2]|h[3] != 0:
+	case kind != kindFilter && kind != kindString && kind != kindCuckoo && kind != kindHash || h[1]|h[2]|h[3] != 0:
 		return fail(corrupt(v.name, off, "unknown section kind %d", kind))
 	case keyLen+metaLen+4 > rest || keyLen > maxKeyOrValue || metaLen > maxKeyOrValue:
 		return fail(corrupt(v.name, off, "key of %d bytes and value of %d do not fit in the %d bytes left", keyLen, metaLen, rest))
@@ -193,6 +194,17 @@ func (v *sectionVerifier) verify(off int64) (snapSection, *CorruptError) {
 	case kindString:
 		if data != 0 {
 			return fail(corrupt(v.name, off, "a string with %d bytes of bits", data))
+		}
+	case kindHash:
+		if data != 0 {
+			return fail(corrupt(v.name, off, "a hash with %d bytes of bits", data))
+		}
+		hv, err := value.DecodeHash(meta, value.DefaultLimits)
+		if err == nil && hv.Len() == 0 {
+			err = errors.New("a hash with no fields")
+		}
+		if err != nil {
+			return fail(corrupt(v.name, off, "%v", err))
 		}
 	case kindCuckoo:
 		info, err := redisbloom.ParseCFHeader(meta)
@@ -290,7 +302,7 @@ func (v *sectionVerifier) next(from int64) int64 {
 		}
 		for i := 0; i+sectionSize <= n && i < window; i++ {
 			h := buf[i : i+sectionSize]
-			if k := h[0]; k != kindFilter && k != kindString && k != kindCuckoo && k != kindEnd || h[1]|h[2]|h[3] != 0 {
+			if k := h[0]; k != kindFilter && k != kindString && k != kindCuckoo && k != kindHash && k != kindEnd || h[1]|h[2]|h[3] != 0 {
 				continue
 			}
 			if le.Uint32(h[28:]) != crc(h[:28]) {
@@ -330,13 +342,15 @@ func checkSnapshot(f File, path string, size int64, fix bool, out io.Writer) err
 		fmt.Fprintf(out, "Without its header the snapshot cannot be tied to the logs after it, and --fix cannot repair it: restore it from a backup, or move it and the logs away to start empty.\n")
 		return ErrDamaged
 	}
-	var filters, cuckoos, strs int
+	var filters, cuckoos, strs, hashes int
 	for _, sec := range s.sections {
 		switch sec.kind {
 		case kindFilter:
 			filters++
 		case kindCuckoo:
 			cuckoos++
+		case kindHash:
+			hashes++
 		default:
 			strs++
 		}
@@ -345,7 +359,7 @@ func checkSnapshot(f File, path string, size int64, fix bool, out io.Writer) err
 	for _, k := range []struct {
 		n    int
 		what string
-	}{{filters, "Bloom filter"}, {cuckoos, "cuckoo filter"}, {strs, "string"}} {
+	}{{filters, "Bloom filter"}, {cuckoos, "cuckoo filter"}, {strs, "string"}, {hashes, "hash"}} {
 		if k.n > 0 {
 			parts = append(parts, count(k.n, k.what))
 		}

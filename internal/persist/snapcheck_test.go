@@ -47,7 +47,7 @@ func TestCheckSnapshot(t *testing.T) {
 	os.WriteFile(path, data, 0o644)
 	out, err := checkSnap(t, path, false)
 	if err != nil || !strings.Contains(out, "a bloomd snapshot (format 2") || !strings.Contains(out, "followed by log 3") ||
-		!strings.Contains(out, "8 keys (4 Bloom filters, 2 cuckoo filters, 2 strings), every checksum right: OK") {
+		!strings.Contains(out, "10 keys (4 Bloom filters, 2 cuckoo filters, 3 strings, 1 hash), every checksum right: OK") {
 		t.Fatalf("good snapshot: %v\n%s", err, out)
 	}
 
@@ -61,7 +61,7 @@ func TestCheckSnapshot(t *testing.T) {
 	}{
 		{"a filter's bits", 1, -40, `Lost: "grown".`, true}, // in its last piece
 		{"a filter's key", 2, 40, "Lost: the keys of 1 section too damaged to read.", false},
-		{"a cuckoo filter's slots", 6, -10, `Lost: "cuckoo".`, true},
+		{"a cuckoo filter's slots", 8, -10, `Lost: "cuckoo".`, true},
 		{"a string", 4, 35, "Lost: the keys of 1 section too damaged to read.", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -76,7 +76,7 @@ func TestCheckSnapshot(t *testing.T) {
 				t.Fatalf("the damaged snapshot loads: %v", err)
 			}
 			out, err := checkSnap(t, path, false)
-			if !errors.Is(err, ErrDamaged) || !strings.Contains(out, "Intact: 7 keys") || !strings.Contains(out, tc.lost) {
+			if !errors.Is(err, ErrDamaged) || !strings.Contains(out, "Intact: 9 keys") || !strings.Contains(out, tc.lost) {
 				t.Fatalf("damaged snapshot: %v\n%s", err, out)
 			}
 			if got, _ := os.ReadFile(path); !bytes.Equal(got, d) {
@@ -112,7 +112,7 @@ func TestCheckSnapshot(t *testing.T) {
 	os.WriteFile(path, d, 0o644)
 	os.WriteFile(path+".damaged", []byte("earlier"), 0o644)
 	out, err = checkSnap(t, path, true)
-	if err != nil || !strings.Contains(out, "Intact: 6 keys") || !strings.Contains(out, "kept as "+path+".damaged.2") {
+	if err != nil || !strings.Contains(out, "Intact: 8 keys") || !strings.Contains(out, "kept as "+path+".damaged.2") {
 		t.Fatalf("two damaged keys and a cut end: %v\n%s", err, out)
 	}
 	if b, _ := os.ReadFile(path + ".damaged"); string(b) != "earlier" {

@@ -11,6 +11,7 @@ import (
 	"sync"
 
 	"github.com/bloomd/bloom"
+	"github.com/bloomd/bloom/internal/value"
 	"github.com/bloomd/bloom/redisbloom"
 )
 
@@ -30,11 +31,12 @@ import (
 //	40  4  CRC-32C of bytes 0..39
 //
 //	then one section per key, and an end section. A section header, 32 bytes:
-//	0   1  kind: 1 filter, 2 string, 3 cuckoo filter, 255 end
+//	0   1  kind: 1 filter, 2 string, 3 cuckoo filter, 4 hash, 255 end
 //	1   3  zero
 //	4   4  key length K
 //	8   4  meta length M: a filter's BF.SCANDUMP header (20 + 53·links), a cuckoo filter's
-//	       CF.SCANDUMP header (38), a string's value
+//	       CF.SCANDUMP header (38), a string's value, a hash's fields (internal/value's
+//	       encoding: their number, then each name and value behind its uvarint length)
 //	12  8  expiry time, unix milliseconds, 0 for none
 //	20  8  data length D: a filter's bit arrays in bytes; for the end section, the number of keys
 //	28  4  CRC-32C of bytes 0..27
@@ -60,6 +62,7 @@ const (
 	kindFilter = 1
 	kindString = 2
 	kindCuckoo = 3
+	kindHash   = 4
 	kindEnd    = 255
 
 	pieceSize = redisbloom.MaxChunkSize
@@ -94,7 +97,18 @@ type Item struct {
 	Key    string
 	Expire int64             // unix ms; 0 for none
 	Chain  *redisbloom.Chain // the filter; nil for a string
-	Value  []byte            // a string's value
+	Value  []byte            // a string's value, which does not change
+
+	// Str is a string that clients may go on changing in place while the snapshot is written
+	// (SETBIT, SETRANGE, ...): its first StrLen bytes, its length at the instant of the
+	// snapshot, are copied under its read lock a piece at a time. The server records every such
+	// change as an overwrite of the bytes it wrote, so the copy, plus the log after the instant,
+	// replays to the exact string, as for a filter's bits.
+	Str    *value.String
+	StrLen int
+
+	// Hash is a hash's fields at the instant of the snapshot (value.Hash.Snapshot).
+	Hash *value.HashView
 
 	// Cuckoo is a cuckoo filter: a copy taken at the instant of the snapshot (cuckoo insertions
 	// move fingerprints, so unlike bits they cannot be copied while clients go on).
@@ -144,13 +158,15 @@ type Sink interface {
 	// Cuckoo makes the cuckoo filter at key from a CF.SCANDUMP header (every slot free, which
 	// the reader then loads), as CF.LOADCHUNK does; its errors stop the load.
 	Cuckoo(key []byte, expire int64, header []byte) (*bloom.Cuckoo, error)
+	// Hash sets key to the hash h, which it keeps.
+	Hash(key []byte, h *value.Hash, expire int64) error
 }
 
 // SnapshotStats counts what a snapshot held.
 type SnapshotStats struct {
-	Keys, Filters, Strings int
-	Bytes                  int64 // the file's length
-	BitBytes               int64 // bytes of bit arrays
+	Keys, Filters, Strings, Hashes int
+	Bytes                          int64 // the file's length
+	BitBytes                       int64 // bytes of bit arrays
 }
 
 // linkBytes returns the byte length of each link a BF.SCANDUMP header declares, checking only
@@ -206,6 +222,15 @@ func writeSnapshot(w io.Writer, h SnapshotHeader, items []Item, sparse bool) (in
 		meta := it.Value
 		var data uint64
 		var sizes []uint64
+		if it.Str != nil {
+			if err := writeString(bw, &b, &pieceBuf, it); err != nil {
+				return cw.n, err
+			}
+			continue
+		}
+		if it.Hash != nil {
+			kind, meta = kindHash, value.AppendHash(nil, *it.Hash)
+		}
 		if it.Cuckoo != nil {
 			kind, meta = kindCuckoo, redisbloom.CFHeader(it.Cuckoo)
 			sizes = it.Cuckoo.FilterBytes()
@@ -296,6 +321,46 @@ func writeSnapshot(w io.Writer, h SnapshotHeader, items []Item, sparse bool) (in
 		return cw.n, fmt.Errorf("persist: writing snapshot: %w", err)
 	}
 	return cw.n, nil
+}
+
+// stringPiece is how much of a string is copied per hold of its read lock: a write to the
+// string waits at most for one such copy (tens of microseconds).
+const stringPiece = 256 << 10
+
+// writeString writes the section of a string that clients may change meanwhile (Item.Str): its
+// first StrLen bytes, copied a piece at a time under the string's read lock into buf, and
+// written with the lock released, so a slow disk never holds up the string's writers. The
+// string only grows while it is in the keyspace (SET replaces the value, and a replaced value
+// no longer changes), so it always holds StrLen bytes.
+func writeString(bw *bufio.Writer, b, buf *[]byte, it Item) error {
+	if len(it.Key) > maxKeyOrValue || it.StrLen > maxKeyOrValue {
+		return fmt.Errorf("persist: key %q: key or value too long for a snapshot", it.Key[:min(len(it.Key), 64)])
+	}
+	le := binary.LittleEndian
+	*b = appendSection((*b)[:0], kindString, len(it.Key), it.StrLen, it.Expire, 0)
+	bw.Write(*b)
+	bw.WriteString(it.Key)
+	sum := crcUpdate(0, []byte(it.Key))
+	for off := 0; off < it.StrLen; {
+		n := min(stringPiece, it.StrLen-off)
+		if cap(*buf) < n {
+			*buf = make([]byte, n)
+		}
+		p := (*buf)[:n]
+		it.Str.RLock()
+		src := it.Str.Bytes()
+		if len(src) < off+n {
+			it.Str.RUnlock()
+			return fmt.Errorf("persist: key %q: the string shrank while being saved", it.Key)
+		}
+		copy(p, src[off:off+n])
+		it.Str.RUnlock()
+		bw.Write(p)
+		sum = crcUpdate(sum, p)
+		off += n
+	}
+	bw.Write(le.AppendUint32((*b)[:0], sum))
+	return nil
 }
 
 // pieces returns the number of plain pieces of a sub-filter of the given bytes.
@@ -396,7 +461,7 @@ func ReadSnapshot(r io.Reader, size int64, name string, sink Sink) (SnapshotHead
 			}
 			return h, st, ld.stop()
 		}
-		if kind != kindFilter && kind != kindString && kind != kindCuckoo || sec[1]|sec[2]|sec[3] != 0 {
+		if kind != kindFilter && kind != kindString && kind != kindCuckoo && kind != kindHash || sec[1]|sec[2]|sec[3] != 0 {
 			return h, st, corrupt(name, at, "section %d: unknown kind %d", st.Keys, kind)
 		}
 		if keyLen+metaLen+4 > rest || keyLen > maxKeyOrValue || metaLen > maxKeyOrValue {
@@ -422,6 +487,24 @@ func ReadSnapshot(r io.Reader, size int64, name string, sink Sink) (SnapshotHead
 			}
 			st.Keys++
 			st.Strings++
+			continue
+		}
+		if kind == kindHash {
+			if data != 0 {
+				return h, st, corrupt(name, at, "section %d (key %q): a hash with %d bytes of bits", st.Keys, clip(key), data)
+			}
+			hv, err := value.DecodeHash(meta, value.DefaultLimits)
+			if err == nil && hv.Len() == 0 {
+				err = errors.New("a hash with no fields") // a key is deleted with its last field
+			}
+			if err != nil {
+				return h, st, corrupt(name, at, "section %d (key %q): %v", st.Keys, clip(key), err)
+			}
+			if err := sink.Hash(key, hv, expire); err != nil {
+				return h, st, fmt.Errorf("persist: %s: key %q: %w", name, clip(key), err)
+			}
+			st.Keys++
+			st.Hashes++
 			continue
 		}
 		if kind == kindCuckoo {

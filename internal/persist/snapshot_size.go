@@ -3,6 +3,8 @@ package persist
 import (
 	"fmt"
 
+	"github.com/bloomd/bloom/internal/value"
+
 	"github.com/bloomd/bloom/redisbloom"
 )
 
@@ -15,6 +17,14 @@ func SnapshotSize(items []Item) (int64, error) {
 	for i := range items {
 		it := &items[i]
 		meta := it.Value
+		if it.Str != nil {
+			n += int64(sectionSize + len(it.Key) + it.StrLen + 4)
+			continue
+		}
+		if it.Hash != nil {
+			n += int64(sectionSize + len(it.Key) + value.HashEncodedLen(*it.Hash) + 4)
+			continue
+		}
 		if it.Cuckoo != nil {
 			meta = redisbloom.CFHeader(it.Cuckoo)
 			for _, s := range it.Cuckoo.FilterBytes() {

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/bloomd/bloom"
+	"github.com/bloomd/bloom/internal/value"
 	"github.com/bloomd/bloom/redisbloom"
 )
 
@@ -58,6 +59,12 @@ func (s *chainSink) String(key, value []byte, expire int64) error {
 	return nil
 }
 
+func (s *chainSink) Hash(key []byte, h *value.Hash, expire int64) error {
+	v := h.Snapshot()
+	s.items = append(s.items, Item{Key: string(key), Expire: expire, Hash: &v})
+	return nil
+}
+
 // complete fills in each loaded filter's header, as Capture does.
 func (s *chainSink) complete() []Item {
 	for i := range s.items {
@@ -87,6 +94,15 @@ func testItems(t testing.TB, bigFilter bool) []Item {
 	add("", 10, false, 3, 0) // the empty key
 	items = append(items, Item{Key: "str", Value: []byte("hello"), Expire: 1700000000000})
 	items = append(items, Item{Key: "empty-str", Value: []byte{}})
+	// A string that clients change in place: its first StrLen bytes are the snapshot's.
+	items = append(items, Item{Key: "bitmap", Str: value.NewString([]byte("0123456789abc")), StrLen: 10, Expire: 1893456000000})
+	h := value.NewHash()
+	h.Set([]byte("size"), []byte("958505"), value.DefaultLimits)
+	h.Set([]byte(""), []byte{}, value.DefaultLimits)
+	h.Set([]byte("bin\x00"), []byte{0, 1, 2, 255}, value.DefaultLimits)
+	hv := h.Snapshot()
+	h.Set([]byte("after"), []byte("the snapshot"), value.DefaultLimits) // not in the view
+	items = append(items, Item{Key: "config", Hash: &hv, Expire: 1700000000000})
 	for _, cf := range []struct {
 		key      string
 		capacity uint64
@@ -106,6 +122,11 @@ func testItems(t testing.TB, bigFilter bool) []Item {
 	}
 	if bigFilter {
 		add("big", 15_000_000, false, 1000, 0) // 17 MiB: two pieces
+		big := make([]byte, 3*pieceSize/2)     // a string of many pieces
+		for i := range big {
+			big[i] = byte(i * 7)
+		}
+		items = append(items, Item{Key: "big-bitmap", Str: value.NewString(big), StrLen: len(big)})
 	}
 	return items
 }
@@ -141,6 +162,12 @@ func sameItems(t *testing.T, got, want []Item) {
 	}
 	for i := range want {
 		g, w := got[i], want[i]
+		if w.Str != nil { // read back as a plain string
+			w.Value, w.Str = w.Str.Bytes()[:w.StrLen], nil
+		}
+		if (g.Hash == nil) != (w.Hash == nil) || w.Hash != nil && !bytes.Equal(value.AppendHash(nil, *g.Hash), value.AppendHash(nil, *w.Hash)) {
+			t.Fatalf("item %d (%q): hash differs", i, w.Key)
+		}
 		if g.Key != w.Key || g.Expire != w.Expire || !bytes.Equal(g.Value, w.Value) || (g.Chain == nil) != (w.Chain == nil) || (g.Cuckoo == nil) != (w.Cuckoo == nil) {
 			t.Fatalf("item %d: %q expire %d value %q; want %q %d %q", i, g.Key, g.Expire, g.Value, w.Key, w.Expire, w.Value)
 		}

@@ -11,6 +11,12 @@
 //
 // Pattern matching is the caller's (the server's glob, as KEYS uses), passed to New.
 //
+// Keyspace notifications (notify.go) are Redis 7.0's: Classes is notify-keyspace-events' set of
+// class letters (parsed and printed as Redis's notify.c does), and Hub.Notify publishes one event
+// on "__keyspace@0__:<key>" and "__keyevent@0__:<event>" as the classes ask. The server decides
+// which commands publish which events (internal/server's notify.go); its transcripts
+// (notify-events.txt, TestNotifyTranscripts) compare them with redis-server 7.0.15's.
+//
 // A Hub is safe for concurrent use; a Client is used by its connection's goroutine only, except
 // that Publish (from any goroutine) reads the hub's tables under the hub's lock.
 package pubsub

@@ -187,6 +187,7 @@ func (c *Conn) bfAdd(args [][]byte, key []byte, items [][]byte, opts *insertOpts
 			}
 			if changed {
 				c.propagateAdds(args, items, res)
+				c.notify(evModule, "bloom.add", key)
 			}
 			c.writeResults(res, multi)
 			return
@@ -253,6 +254,11 @@ func (c *Conn) bfCreate(args [][]byte, key []byte, items [][]byte, opts *insertO
 	// The record names every parameter, whatever the command left to the defaults, so that a
 	// replay or a replica with other defaults makes the same filter.
 	c.propagateAdds(bfCreateArgs(key, opts, items), items, res)
+	c.keyCreated(key)
+	c.notify(evModule, "bloom.reserve", key)
+	if slices.Contains(res, resAdded) {
+		c.notify(evModule, "bloom.add", key)
+	}
 	c.writeResults(res, multi)
 	return true
 }
@@ -443,6 +449,8 @@ func bfReserveCmd(c *Conn, args [][]byte) {
 	}
 	s.ks.insertLocked(sh, e)
 	c.propagate(record)
+	c.keyCreated(key)
+	c.notify(evModule, "bloom.reserve", key)
 	c.w.OK()
 }
 
@@ -809,6 +817,8 @@ func (c *Conn) loadChunk(args [][]byte, iter int64) {
 	}
 	s.ks.insertLocked(sh, e)
 	c.propagate(args)
+	c.keyCreated(key)
+	c.notify(evModule, "bloom.reserve", key)
 	c.w.OK()
 }
 

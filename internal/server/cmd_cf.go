@@ -219,6 +219,8 @@ func cfReserveCmd(c *Conn, args [][]byte) {
 		record = p.reserveArgs(key)
 	}
 	c.propagate(record)
+	c.keyCreated(key)
+	c.notify(evModule, "cuckoo.reserve", key)
 	c.w.OK()
 }
 
@@ -395,6 +397,8 @@ func (c *Conn) cfCreate(args [][]byte, key []byte, items [][]byte, opts *cfInser
 	// The filter's record comes first and names every parameter; the add's record follows
 	// with the items that changed it.
 	c.propagate(p.reserveArgs(key))
+	c.keyCreated(key)
+	c.notify(evModule, "cuckoo.reserve", key)
 	c.cfApply(cv, args, items, opts)
 	cv.mu.Unlock()
 	return true
@@ -444,6 +448,7 @@ func (c *Conn) cfApply(cv *cuckooValue, args [][]byte, items [][]byte, opts *cfI
 	c.scratch = res
 	if changed {
 		c.propagateCF(args, items, res)
+		c.notify(evModule, "cuckoo.add", args[1])
 	}
 	if !opts.multi {
 		switch res[0] {
@@ -539,6 +544,7 @@ func cfDelCmd(c *Conn, args [][]byte) {
 	if removed {
 		c.srv.release(cv)
 		c.propagate(args)
+		c.notify(evModule, "cuckoo.del", args[1])
 	}
 	cv.mu.Unlock()
 	c.w.Bool(removed)
@@ -640,6 +646,8 @@ func cfLoadChunkCmd(c *Conn, args [][]byte) {
 		}
 		c.srv.ks.insertLocked(sh, e)
 		c.propagate(args)
+		c.keyCreated(key)
+		c.notify(evModule, "cuckoo.reserve", key)
 		c.w.OK()
 		return
 	}

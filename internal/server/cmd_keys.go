@@ -13,6 +13,8 @@ func typeName(v any) string {
 	switch v.(type) {
 	case *stringValue:
 		return "string"
+	case *hashValue:
+		return "hash"
 	case *cuckooValue:
 		return cuckooTypeName
 	default:
@@ -55,6 +57,8 @@ func existsCmd(c *Conn, args [][]byte) {
 	for _, k := range args[1:] {
 		if c.srv.ks.get(k) != nil {
 			n++
+		} else {
+			c.keyMiss(k)
 		}
 	}
 	c.w.Int(int64(n))
@@ -71,8 +75,10 @@ func delCmd(c *Conn, args [][]byte) {
 			c.propagateCmd([]byte("DEL"), k)
 			if !c.srv.ks.expired(e, now) {
 				n++
+				c.notify(evGeneric, "del", k)
 			} else {
 				c.srv.stats.expired.Add(1)
+				c.notify(evExpired, "expired", k)
 			}
 		}
 		sh.mu.Unlock()
@@ -83,6 +89,7 @@ func delCmd(c *Conn, args [][]byte) {
 func typeCmd(c *Conn, args [][]byte) {
 	e := c.srv.ks.get(args[1])
 	if e == nil {
+		c.keyMiss(args[1])
 		c.w.Simple("none")
 		return
 	}
@@ -208,6 +215,9 @@ func renameCmd(c *Conn, args [][]byte) {
 	ks.used.Add(moved.mem.Load() + valueMem(moved.val))
 	ks.insertLocked(dsh, moved)
 	c.propagate(args)
+	c.keyCreated(dst) // Redis adds the destination anew, old value or not
+	c.notify(evGeneric, "rename_from", src)
+	c.notify(evGeneric, "rename_to", dst)
 	if nx {
 		c.w.Int(1)
 	} else {
@@ -284,12 +294,14 @@ func expireCmd(c *Conn, args [][]byte) {
 	if when <= now && !c.srv.ks.loading.Load() {
 		c.srv.ks.removeLocked(sh, e)
 		c.propagateCmd([]byte("DEL"), args[1])
+		c.notify(evGeneric, "del", args[1])
 		c.w.Int(1)
 		return
 	}
 	sh.setExpireLocked(e, when)
 	c.propagateCmd([]byte("PEXPIREAT"), args[1], strconv.AppendInt(nil, when, 10))
 	c.w.Int(1)
+	c.notify(evGeneric, "expire", args[1])
 }
 
 // ttlCmd serves TTL, PTTL, EXPIRETIME and PEXPIRETIME.
@@ -298,6 +310,7 @@ func ttlCmd(c *Conn, args [][]byte) {
 	e := c.srv.ks.get(args[1])
 	switch {
 	case e == nil:
+		c.keyMiss(args[1])
 		c.w.Int(-2)
 		return
 	case e.expire.Load() == 0:
@@ -328,6 +341,7 @@ func persistCmd(c *Conn, args [][]byte) {
 	}
 	sh.setExpireLocked(e, 0)
 	c.propagate(args)
+	c.notify(evGeneric, "persist", args[1])
 	c.w.Int(1)
 }
 

@@ -90,6 +90,39 @@ func registerCommands(mx *Mux) {
 	cmd("get", 2, r|f, 1, 1, 1, "1.0.0", "string", "Returns the string value of a key.", getCmd)
 	cmd("set", -3, w|oom|ex, 1, 1, 1, "1.0.0", "string", "Sets the string value of a key, ignoring its type. The key is created if it doesn't exist.", setCmd)
 
+	// Strings as values and as bitmaps (cmd_string.go, cmd_bitmap.go), hashes (cmd_hash.go):
+	// flags, keys and summaries as Redis 7.0.15's COMMAND INFO and COMMAND DOCS give them.
+	// MSET, BITOP and HDEL replace or delete keys, so they run alone (ex).
+	cmd("setnx", 3, w|oom|f, 1, 1, 1, "1.0.0", "string", "Set the value of a key, only if the key does not exist", setnxCmd)
+	cmd("mget", -2, r|f, 1, -1, 1, "1.0.0", "string", "Get the values of all the given keys", mgetCmd)
+	cmd("mset", -3, w|oom|ex, 1, -1, 2, "1.0.1", "string", "Set multiple keys to multiple values", msetCmd)
+	cmd("getrange", 4, r, 1, 1, 1, "2.4.0", "string", "Get a substring of the string stored at a key", getrangeCmd)
+	cmd("setrange", 4, w|oom, 1, 1, 1, "2.2.0", "string", "Overwrite part of a string at key starting at the specified offset", setrangeCmd)
+	cmd("append", 3, w|oom|f, 1, 1, 1, "2.0.0", "string", "Append a value to a key", appendCmd)
+	cmd("setbit", 4, w|oom, 1, 1, 1, "2.2.0", "bitmap", "Sets or clears the bit at offset in the string value stored at key", setbitCmd)
+	cmd("getbit", 3, r|f, 1, 1, 1, "2.2.0", "bitmap", "Returns the bit value at offset in the string value stored at key", getbitCmd)
+	cmd("bitcount", -2, r, 1, 1, 1, "2.6.0", "bitmap", "Count set bits in a string", bitcountCmd)
+	cmd("bitpos", -3, r, 1, 1, 1, "2.8.7", "bitmap", "Find first bit set or clear in a string", bitposCmd)
+	cmd("bitop", -4, w|oom|ex, 2, -1, 1, "2.6.0", "bitmap", "Perform bitwise operations between strings", bitopCmd)
+	cmd("bitfield", -2, w|oom, 1, 1, 1, "3.2.0", "bitmap", "Perform arbitrary bitfield integer operations on strings", bitfieldCmd)
+	cmd("bitfield_ro", -2, r|f, 1, 1, 1, "6.0.0", "bitmap", "Perform arbitrary bitfield integer operations on strings. Read-only variant of BITFIELD", bitfieldCmd)
+	cmd("hset", -4, w|oom|f, 1, 1, 1, "2.0.0", "hash", "Set the string value of a hash field", hsetCmd)
+	cmd("hmset", -4, w|oom|f, 1, 1, 1, "2.0.0", "hash", "Set multiple hash fields to multiple values", hsetCmd)
+	cmd("hsetnx", 4, w|oom|f, 1, 1, 1, "2.0.0", "hash", "Set the value of a hash field, only if the field does not exist", hsetnxCmd)
+	cmd("hget", 3, r|f, 1, 1, 1, "2.0.0", "hash", "Get the value of a hash field", hgetCmd)
+	cmd("hmget", -3, r|f, 1, 1, 1, "2.0.0", "hash", "Get the values of all the given hash fields", hmgetCmd)
+	cmd("hgetall", 2, r, 1, 1, 1, "2.0.0", "hash", "Get all the fields and values in a hash", hgetallCmd)
+	cmd("hkeys", 2, r, 1, 1, 1, "2.0.0", "hash", "Get all the fields in a hash", hgetallCmd)
+	cmd("hvals", 2, r, 1, 1, 1, "2.0.0", "hash", "Get all the values in a hash", hgetallCmd)
+	cmd("hdel", -3, w|f|ex, 1, 1, 1, "2.0.0", "hash", "Delete one or more hash fields", hdelCmd)
+	cmd("hexists", 3, r|f, 1, 1, 1, "2.0.0", "hash", "Determine if a hash field exists", hexistsCmd)
+	cmd("hlen", 2, r|f, 1, 1, 1, "2.0.0", "hash", "Get the number of fields in a hash", hexistsCmd)
+	cmd("hstrlen", 3, r|f, 1, 1, 1, "3.2.0", "hash", "Get the length of the value of a hash field", hexistsCmd)
+	cmd("hincrby", 4, w|oom|f, 1, 1, 1, "2.0.0", "hash", "Increment the integer value of a hash field by the given number", hincrbyCmd)
+	cmd("hincrbyfloat", 4, w|oom|f, 1, 1, 1, "2.6.0", "hash", "Increment the float value of a hash field by the given amount", hincrbyfloatCmd)
+	cmd("hrandfield", -2, r, 1, 1, 1, "6.2.0", "hash", "Get one or multiple random fields from a hash", hrandfieldCmd)
+	cmd("hscan", -3, r, 1, 1, 1, "2.8.0", "hash", "Incrementally iterate hash fields and associated values", hscanCmd)
+
 	// Connections.
 	noauth := FlagNoAuth | FlagLoading | FlagStale | f
 	cmd("ping", -1, f, 0, 0, 0, "1.0.0", "connection", "Returns the server's liveliness response.", pingCmd).MaxArgs = 2

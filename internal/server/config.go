@@ -15,6 +15,7 @@ import (
 
 	"github.com/bloomd/bloom/internal/filterconf"
 	"github.com/bloomd/bloom/internal/persist"
+	"github.com/bloomd/bloom/internal/pubsub"
 
 	"github.com/bloomd/bloom/internal/memlimit"
 	"github.com/bloomd/bloom/internal/outbuf"
@@ -52,6 +53,10 @@ type Config struct {
 	// ClientOutputBufferLimit (client-output-buffer-limit) bounds the output a client leaves
 	// unread, per class of client (internal/outbuf; applied in outbuf.go and internal/repl).
 	ClientOutputBufferLimit outbuf.Limits
+
+	// NotifyKeyspaceEvents (notify-keyspace-events) are the classes of keyspace events
+	// published (notify.go); none by default.
+	NotifyKeyspaceEvents pubsub.Classes
 
 	// Durability (internal/persist; see persistence.go), with redis.conf's names and meanings.
 	AppendOnly            bool               // appendonly: log every write
@@ -214,6 +219,15 @@ var params = []param{
 			return errors.New("proto-max-bulk-len must be between 1mb and 2gb")
 		}
 		c.ProtoMaxBulkLen = n
+		return nil
+	}},
+	{"notify-keyspace-events", true, func(c *Config) string { return c.NotifyKeyspaceEvents.String() }, func(c *Config, v string) error {
+		cl, ok := pubsub.ParseClasses(v)
+		if !ok {
+			//lint:ignore ST1005 Redis 7.0's wording, which CONFIG SET's error repeats
+			return errors.New("Invalid event class character. Use 'Ag$lshzxeKEtmdn'.")
+		}
+		c.NotifyKeyspaceEvents = cl
 		return nil
 	}},
 	{"debug-port", false, func(c *Config) string { return strconv.Itoa(c.DebugPort) }, intParam(func(c *Config) *int { return &c.DebugPort }, 0, 65535)},

@@ -44,10 +44,10 @@ var redisOnly = map[string]string{
 
 	// Data types and encodings bloomd does not have.
 	"databases":                     "bloomd has one database, 0",
-	"hash-max-listpack-entries":     "bloomd has no hashes",
-	"hash-max-listpack-value":       "bloomd has no hashes",
-	"hash-max-ziplist-entries":      "bloomd has no hashes",
-	"hash-max-ziplist-value":        "bloomd has no hashes",
+	"hash-max-listpack-entries":     "bloomd has one form of hash; HSCAN returns hashes within Redis 7.0's default limits (512 fields, 64 bytes) whole",
+	"hash-max-listpack-value":       "bloomd has one form of hash; HSCAN returns hashes within Redis 7.0's default limits (512 fields, 64 bytes) whole",
+	"hash-max-ziplist-entries":      "bloomd has one form of hash; HSCAN returns hashes within Redis 7.0's default limits (512 fields, 64 bytes) whole",
+	"hash-max-ziplist-value":        "bloomd has one form of hash; HSCAN returns hashes within Redis 7.0's default limits (512 fields, 64 bytes) whole",
 	"list-max-listpack-size":        "bloomd has no lists",
 	"list-max-ziplist-size":         "bloomd has no lists",
 	"list-compress-depth":           "bloomd has no lists",
@@ -69,7 +69,6 @@ var redisOnly = map[string]string{
 	"active-defrag-cycle-min":       "bloomd does not defragment",
 	"active-defrag-cycle-max":       "bloomd does not defragment",
 	"active-defrag-max-scan-fields": "bloomd does not defragment",
-	"notify-keyspace-events":        "bloomd sends no keyspace notifications",
 
 	// Memory: bloomd never evicts (noeviction).
 	"maxmemory-policy":            "bloomd never evicts a filter (noeviction)",

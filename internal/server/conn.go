@@ -68,6 +68,7 @@ type Conn struct {
 	oomReply string   // the reply of a resOOM result: the last refused growth's sizes
 
 	journalArgs [][]byte // a rewritten command for the journal
+	newKey      []byte   // a key the command created, whose "new" event is pending (notify.go)
 
 	script *scriptHost // the script client's running script (cmd_script.go); nil otherwise
 
@@ -622,6 +623,7 @@ func (c *Conn) call(cmd *Command, args [][]byte) {
 		start = time.Now()
 	}
 	errs := c.errs
+	c.newKey = nil
 	switch {
 	case c.inExclusive:
 		cmd.Handler(c, args)

@@ -2,8 +2,9 @@
 // BF.* and CF.* commands exactly (package redisbloom holds the Bloom filters, bloom.Cuckoo the
 // cuckoo filters), with the Redis commands that
 // clients need around them: connection handshakes (HELLO, AUTH, CLIENT), keys (DEL, SCAN, TYPE,
-// RENAME, expiry), strings (SET, GET), transactions (MULTI/EXEC), introspection (INFO, CONFIG,
-// COMMAND). Command tables, error texts and limits follow Redis 7.0 and RedisBloom 2.6.28; where
+// RENAME, expiry), strings with the bitmap commands and hashes (internal/value; cmd_string.go,
+// cmd_bitmap.go, cmd_hash.go), transactions (MULTI/EXEC), keyspace notifications (notify.go),
+// introspection (INFO, CONFIG, COMMAND). Command tables, error texts and limits follow Redis 7.0 and RedisBloom 2.6.28; where
 // bloomd differs on purpose, README.md's compatibility table says so.
 //
 // A Server is made from a Config (redis.conf names: bind, port, requirepass, maxclients,
@@ -59,6 +60,11 @@
 // to one cuckoo filter (CF.ADD, CF.INSERT, CF.DEL, CF.COMPACT, CF.LOADCHUNK) hold a mutex of its
 // value across the change and its journal record, and reads take the filter's read lock
 // (cmd_cf.go). Writes to other keys, and reads of the same filter, still run in parallel.
+// Strings and hashes, changed in place (SETBIT, SETRANGE, APPEND, BITFIELD, HSET, HINCRBY, ...),
+// do the same with their own read-write lock: a write holds it across the change, its record and
+// its events, a read holds its read lock; MGET takes the read locks of its keys in key order and
+// reads them as one instant. The writes that replace or delete a key (SET, MSET, BITOP, HDEL of
+// the last field) run alone like DEL.
 //
 // # Memory
 //
@@ -106,7 +112,10 @@
 //   - everything that removes, replaces or overwrites runs alone (above), so its record is
 //     ordered against all others; a transaction's writes are journaled between MULTI and EXEC;
 //   - expiry times are absolute unix milliseconds (EXPIRE is journaled as PEXPIREAT, SET's EX as
-//     PXAT), and an expired key's removal is journaled as DEL, as Redis propagates it.
+//     PXAT), and an expired key's removal is journaled as DEL, as Redis propagates it;
+//   - a write to a string or hash is journaled under the value's lock, in the form that replays
+//     exactly over a snapshot copied while clients went on (BITFIELD as the values it wrote,
+//     BITOP as a SET of its result, HINCRBYFLOAT as HSET; see cmd_string.go and cmd_hash.go).
 //
 // Replaying the records with Server.Exec while SetLoading(true) (expiry suspended, as Redis does
 // while loading its AOF; adds counted as new) rebuilds the keyspace; TestJournalReplay checks

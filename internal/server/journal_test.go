@@ -67,6 +67,10 @@ func state(t *testing.T, s *Server) map[string]string {
 		desc := typ + " expire=" + do("PEXPIRETIME", key).Text()
 		if typ == "string" {
 			desc += " " + string(do("GET", key).Str)
+		} else if typ == "hash" {
+			for _, f := range do("HGETALL", key).Elems {
+				desc += fmt.Sprintf(" %q", f.Str)
+			}
 		} else if typ == cuckooTypeName {
 			desc += " " + do("CF.DEBUG", key).Text()
 			for it := int64(0); ; {
@@ -152,7 +156,7 @@ func TestJournalReplay(t *testing.T) {
 		key := func() string { return fmt.Sprint("k", rng.IntN(8)) }
 		far := fmt.Sprint(time.Now().Add(time.Hour).UnixMilli())
 		for range 3000 {
-			switch rng.IntN(14) {
+			switch rng.IntN(22) {
 			case 0:
 				c.do("BF.RESERVE", key(), "0.01", fmt.Sprint(1+rng.IntN(50)), "EXPANSION", fmt.Sprint(1+rng.IntN(3)))
 			case 1, 2, 3:
@@ -188,6 +192,24 @@ func TestJournalReplay(t *testing.T) {
 					it = v.Elems[0].Int
 					c.do("BF.LOADCHUNK", src+"-copy", fmt.Sprint(it), string(v.Elems[1].Str))
 				}
+			case 14:
+				c.do("SETBIT", key(), fmt.Sprint(rng.IntN(200)), fmt.Sprint(rng.IntN(2)))
+			case 15:
+				c.do("SETRANGE", key(), fmt.Sprint(rng.IntN(20)), "xyz")
+			case 16:
+				c.do("APPEND", key(), fmt.Sprint(rng.IntN(10)))
+			case 17:
+				c.do("BITFIELD", key(), "OVERFLOW", "SAT", "INCRBY", "u4", fmt.Sprint("#", rng.IntN(40)), "3",
+					"OVERFLOW", "FAIL", "INCRBY", "i8", fmt.Sprint(rng.IntN(300)), "50")
+			case 18:
+				c.do("HSET", key(), fmt.Sprint("f", rng.IntN(5)), fmt.Sprint(rng.IntN(100)))
+			case 19:
+				c.do("HINCRBY", key(), fmt.Sprint("f", rng.IntN(5)), fmt.Sprint(rng.IntN(100)-50))
+				c.do("HINCRBYFLOAT", key(), fmt.Sprint("g", rng.IntN(5)), "0.1")
+			case 20:
+				c.do("HDEL", key(), fmt.Sprint("f", rng.IntN(5)), fmt.Sprint("g", rng.IntN(5)))
+			case 21:
+				c.do("BITOP", []string{"AND", "OR", "XOR"}[rng.IntN(3)], key(), key(), key())
 			}
 		}
 		live := state(t, s)

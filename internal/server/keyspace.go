@@ -6,6 +6,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/bloomd/bloom/internal/value"
 )
 
 // numShards is the number of independently locked parts of the keyspace: enough that the two
@@ -53,12 +55,17 @@ type shard struct {
 // key replaces the entry); removing it drops a filter value, which must not be used after.
 type entry struct {
 	key    string
-	val    any          // *bloomValue, *cuckooValue or *stringValue
+	val    any          // *bloomValue, *cuckooValue, *stringValue or *hashValue
 	expire atomic.Int64 // absolute unix milliseconds; 0 means none
-	mem    atomic.Int64 // charged bytes: keyOverhead, the key, a string's value (a filter charges its own)
+	mem    atomic.Int64 // charged bytes: keyOverhead and the key (a value charges its own)
 }
 
-type stringValue struct{ b []byte }
+// Strings (which the bitmap commands work on) and hashes are internal/value's types, changed in
+// place under their own locks (cmd_string.go, cmd_hash.go).
+type (
+	stringValue = value.String
+	hashValue   = value.Hash
+)
 
 // valueMem returns the bytes a value has charged beyond its entry's mem.
 func valueMem(v any) int64 {
@@ -67,6 +74,10 @@ func valueMem(v any) int64 {
 		return v.mem.Load()
 	case *cuckooValue:
 		return v.mem.Load()
+	case *stringValue:
+		return v.Charge()
+	case *hashValue:
+		return v.Charge()
 	}
 	return 0
 }

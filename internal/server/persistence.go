@@ -158,7 +158,16 @@ func (k dataKeyspace) capture(charge func(n int64) error) ([]persist.Item, error
 				cuckoos = append(cuckoos, pending{len(items), v})
 				copyBytes += v.mem.Load()
 			case *stringValue:
-				it.Value = v.b // never changed once published (SET replaces the entry)
+				// Copied while clients go on changing it, its length as of now (see
+				// persist.Item.Str and cmd_string.go's records).
+				it.Str, it.StrLen = v, v.Len()
+			case *hashValue:
+				// Its fields as of now, shared until its next change (a copy of the list of
+				// fields then, not of the fields).
+				v.Lock()
+				hv := v.Snapshot()
+				v.Unlock()
+				it.Hash = &hv
 			}
 			items = append(items, it)
 		}
@@ -224,15 +233,26 @@ func (k dataKeyspace) Cuckoo(key []byte, expire int64, header []byte) (*bloom.Cu
 
 // String sets key to value, which it keeps.
 func (k dataKeyspace) String(key, value []byte, expire int64) error {
+	return k.load(key, newStringEntry(key, value[:len(value):len(value)]), expire, "string")
+}
+
+// Hash sets key to h, which it keeps.
+func (k dataKeyspace) Hash(key []byte, h *hashValue, expire int64) error {
+	e := &entry{key: string(key), val: h}
+	e.mem.Store(int64(keyOverhead + len(key)))
+	return k.load(key, e, expire, "hash")
+}
+
+// load adds the new entry e for key, charging its memory.
+func (k dataKeyspace) load(key []byte, e *entry, expire int64, what string) error {
 	s := k.s
 	sh, old := s.ks.lockShard(key)
 	defer sh.mu.Unlock()
 	if old != nil {
 		return fmt.Errorf("key %q appears twice", clipKey(key))
 	}
-	e := newStringEntry(key, value)
-	if err := s.reserveMem(e.mem.Load()); err != nil {
-		return fmt.Errorf("%w: string %q: %v", persist.ErrNoMemory, clipKey(key), err)
+	if err := s.reserveMem(e.mem.Load() + valueMem(e.val)); err != nil {
+		return fmt.Errorf("%w: %s %q: %v", persist.ErrNoMemory, what, clipKey(key), err)
 	}
 	e.expire.Store(expire)
 	s.ks.insertLocked(sh, e)

@@ -56,6 +56,8 @@ warning, one line per reason; the few that would mislead are refused with the re
   --proto-max-bulk-len n   longest bulk string in a request (default 512mb)
   --client-output-buffer-limit "class hard soft secs ..."   unread output a client may leave
                            (default "normal 0 0 0 replica 256mb 64mb 60 pubsub 32mb 8mb 60")
+  --notify-keyspace-events classes   keyspace notifications with Redis's classes, e.g.
+                           KEA (default "": none)
   --io-threads n           event loops serving plain TCP clients on Linux (default 0: one
                            per core but one; -1: a goroutine per connection instead)
   --debug-port n           serve Go's profiles (net/http/pprof) on 127.0.0.1:n (default 0: off)
@@ -180,7 +182,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	loaded := make(chan error, 1)
 	go func() { loaded <- s.loadData() }()
 	stop := func(save bool) error {
-		s.notify(sd, "STOPPING=1")
+		s.notifySystemd(sd, "STOPPING=1")
 		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		if s.Shutdown(sctx) != nil {
@@ -217,7 +219,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		s.restoreReplState()
 		s.StartReplication()
 		s.log.Info("bloomd ready to accept connections")
-		s.notify(sd, "READY=1\nSTATUS=Ready to accept connections")
+		s.notifySystemd(sd, "READY=1\nSTATUS=Ready to accept connections")
 	case err := <-served:
 		s.Shutdown(context.Background())
 		return err

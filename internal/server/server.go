@@ -49,6 +49,7 @@ type Server struct {
 	timeout     atomic.Int64 // nanoseconds, 0 if none
 	keepalive   atomic.Int64 // tcp-keepalive, seconds
 	maxBulk     atomic.Int64
+	notifyOn    atomic.Uint32   // notify-keyspace-events, a pubsub.Classes (notify.go)
 	ceiling     ceiling         // the most the keyspace may hold, found at start (memory.go)
 	filters     filterconf.Live // defaults of new filters and the size limits (config_filters.go)
 
@@ -184,6 +185,7 @@ func (s *Server) applyConfig(c *Config) {
 	s.timeout.Store(int64(c.Timeout) * int64(time.Second))
 	s.keepalive.Store(int64(c.TCPKeepAlive))
 	s.maxBulk.Store(c.ProtoMaxBulkLen)
+	s.notifyOn.Store(uint32(c.NotifyKeyspaceEvents))
 	s.level.Set(logLevels[c.LogLevel])
 	s.mstats.SlowLog.SetThreshold(c.SlowlogLogSlowerThan)
 	s.mstats.SlowLog.SetMaxLen(int64(c.SlowlogMaxLen))
@@ -532,8 +534,10 @@ func (s *Server) removeExpired(c *Conn, sh *shard, e *entry) {
 	s.stats.expired.Add(1)
 	if c != nil {
 		c.propagateCmd([]byte("DEL"), []byte(e.key))
+		c.notify(evExpired, "expired", []byte(e.key))
 		return
 	}
+	s.notify(evExpired, "expired", []byte(e.key))
 	del := [][]byte{[]byte("DEL"), []byte(e.key)}
 	if s.journal != nil {
 		s.journal.Append(del)

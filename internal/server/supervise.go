@@ -59,8 +59,8 @@ func (s *Server) newNotifier(supervised string) notifier {
 	return notifier{}
 }
 
-// notify sends state to systemd (READY=1, STOPPING=1, ...), logging a failure.
-func (s *Server) notify(n notifier, state string) {
+// notifySystemd sends state to systemd (READY=1, STOPPING=1, ...), logging a failure.
+func (s *Server) notifySystemd(n notifier, state string) {
 	if !n.on {
 		return
 	}
