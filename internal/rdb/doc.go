@@ -50,6 +50,9 @@
 // checksum (ErrDumpPayload, Redis's "DUMP payload version or checksum are wrong"); bad data
 // inside is ErrCorrupt ("Bad data format"). DumpString, DumpHash, DumpChain and DumpCuckoo
 // write payloads. TestDumpRestoreIntoRedis restores this package's payloads into redis-server.
+// DumpChainTo streams a filter's payload to a writer, its bits uncompressed, with a length
+// (DumpChainLen) known before its first byte, so that a filter of any size goes out as one RESP
+// bulk string without being held in memory (TestDumpChainTo).
 //
 // # Streams and memory
 //

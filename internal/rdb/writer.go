@@ -78,6 +78,11 @@ type output struct {
 	opts WriterOptions
 	z    *lzfCompressor
 	buf  []byte // scratch
+
+	// plain writes every string read in pieces (strFrom) as its length and bytes, whatever
+	// its size or content, so that the output's length follows from the lengths alone
+	// (DumpChainTo).
+	plain bool
 }
 
 // crcWriter updates the output's checksum with what goes to the underlying writer, in the
@@ -191,14 +196,14 @@ func (o *output) str(s []byte) {
 // (at most n bytes); when that is not shorter, it reads them again and writes them as they are
 // (the data may have changed in between: a filter's bits, which only gain bits).
 func (o *output) strFrom(n uint64, readAt func(p []byte, off int64)) {
-	if n <= 20 {
+	if n <= 20 && !o.plain {
 		var b [20]byte
 		readAt(b[:n], 0)
 		o.str(b[:n])
 		return
 	}
 	window := make([]byte, 0, min(n, lzfWindow)+lzfMaxOff+lzfMaxRef+8)
-	if !o.opts.NoCompression {
+	if !o.opts.NoCompression && !o.plain {
 		c, ok := o.compressor().compressFrom(nil, int64(n), int64(n-4), window, readAt)
 		if ok {
 			o.lzfBlob(c, n)
