@@ -31,6 +31,11 @@ func checkLog(fsys FS, path string, fix bool, out io.Writer) error {
 		return fmt.Errorf("persist: %w", err)
 	}
 	size := fi.Size()
+	if head := make([]byte, 5); size >= 9 {
+		if _, err := f.ReadAt(head, 0); err == nil && magicOf(head) == "rdb" {
+			return checkRDB(f, path, size, out)
+		}
+	}
 	sc, err := NewLogScanner(f, size, path)
 	var ce *CorruptError
 	if errors.As(err, &ce) {

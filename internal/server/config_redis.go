@@ -83,8 +83,6 @@ var redisOnly = map[string]string{
 
 	// Persistence details of Redis's own formats.
 	"stop-writes-on-bgsave-error":   "bloomd keeps answering; a failed log write is refused instead",
-	"rdbcompression":                "bloomd's snapshot format is its own",
-	"rdbchecksum":                   "bloomd's snapshot is always checksummed",
 	"rdb-del-sync-files":            "not applicable to bloomd",
 	"rdb-save-incremental-fsync":    "bloomd syncs its snapshot once, at its end",
 	"aof-rewrite-incremental-fsync": "bloomd syncs its snapshot once, at its end",

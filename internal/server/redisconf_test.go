@@ -30,13 +30,13 @@ func TestRedisConfSample(t *testing.T) {
 		t.Fatal(err)
 	}
 	if cfg.Port != 6390 || strings.Join(cfg.Bind, " ") != "127.0.0.1 -::1" || !cfg.ProtectedMode || !cfg.AppendOnly ||
-		cfg.AppendFsync.String() != "always" || cfg.DBFilename != "dump.rdb" || cfg.MaxClients != 500 {
+		cfg.AppendFsync.String() != "always" || cfg.DBFilename != "dump.rdb" || cfg.MaxClients != 500 || !cfg.RDBCompression {
 		t.Fatalf("settings: %+v", cfg)
 	}
 	if got, _ := cfg.Get("save"); got != "3600 1 300 100" {
 		t.Fatalf("save %q", got)
 	}
-	want := []string{"tcp-backlog", "tcp-keepalive", "daemonize", "pidfile", "databases", "rdbcompression", "hash-max-listpack-entries", "lazyfree-lazy-eviction"}
+	want := []string{"tcp-backlog", "tcp-keepalive", "daemonize", "pidfile", "databases", "hash-max-listpack-entries", "lazyfree-lazy-eviction"}
 	if got := ignoredNames(cfg); !slices.Equal(got, want) {
 		t.Fatalf("ignored settings %q, want %q (maxmemory-policy noeviction is bloomd's own value)", got, want)
 	}
