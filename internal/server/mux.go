@@ -32,6 +32,8 @@ const (
 	// read-only (CF.COMPACT): COMMAND shows it as RedisBloom does, but a read-only replica
 	// refuses it as a write, so that its data stays its primary's.
 	FlagChangesData
+	FlagAsking      // allowed on a slot being imported after ASKING (RESTORE-ASKING)
+	FlagMovableKeys // its keys are not all where FirstKey, LastKey and Step say (MIGRATE)
 )
 
 var flagNames = []struct {
@@ -40,8 +42,8 @@ var flagNames = []struct {
 }{
 	// Redis 7's order (addReplyCommandFlags).
 	{FlagWrite, "write"}, {FlagReadonly, "readonly"}, {FlagDenyOOM, "denyoom"}, {FlagModule, "module"},
-	{FlagAdmin, "admin"}, {FlagLoading, "loading"}, {FlagStale, "stale"}, {FlagFast, "fast"},
-	{FlagNoAuth, "no_auth"}, {FlagNoMulti, "no_multi"},
+	{FlagAdmin, "admin"}, {FlagLoading, "loading"}, {FlagStale, "stale"}, {FlagAsking, "asking"}, {FlagFast, "fast"},
+	{FlagNoAuth, "no_auth"}, {FlagNoMulti, "no_multi"}, {FlagMovableKeys, "movablekeys"},
 }
 
 // A Command is one entry of the command table.
