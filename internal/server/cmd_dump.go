@@ -58,7 +58,9 @@ func (s *Server) dumpValue(v any, opts *rdb.WriterOptions) ([]byte, error) {
 // A dumpRefusal is the memory ceiling refusing the memory of a payload.
 type dumpRefusal struct{ err error }
 
-func (e *dumpRefusal) Error() string { return "Insufficient memory to dump the value: " + e.err.Error() }
+func (e *dumpRefusal) Error() string {
+	return "Insufficient memory to dump the value: " + e.err.Error()
+}
 func (e *dumpRefusal) Unwrap() error { return e.err }
 
 func dumpCmd(c *Conn, args [][]byte) {

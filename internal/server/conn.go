@@ -105,6 +105,8 @@ type Conn struct {
 	ps             *pubsub.Client // nil until the first subscription command
 	subs           atomic.Int32   // subscriptions, for CLIENT KILL TYPE pubsub
 	blocked        bool           // event loop: a blocking command (WAIT) awaits its reply
+	resume         [][]byte       // event loop: a command held for a key being migrated, to run when unblocked
+	rerun          bool           // the command about to run was held: MONITOR has seen it
 	outMu          sync.Mutex     // own goroutine: serialises writes to nc with writePushed
 	pushMu         sync.Mutex
 	pushed         []byte // under pushMu: bytes for the client from other goroutines
@@ -557,9 +559,10 @@ func (c *Conn) call(cmd *Command, args [][]byte) {
 	}
 	c.lastRun = cmd
 	c.pendingCmds++
-	if c.srv.monitors.Load() > 0 {
+	if c.srv.monitors.Load() > 0 && !c.rerun {
 		c.srv.feedMonitors(c, args)
 	}
+	c.rerun = false
 	// Time the call unless it repeats the connection's previous command and is not the
 	// sampleEvery-th of the run (see account).
 	timed := cmd != c.statCmd || c.untimed >= sampleEvery-1
@@ -568,14 +571,26 @@ func (c *Conn) call(cmd *Command, args [][]byte) {
 		start = time.Now()
 	}
 	errs := c.errs
+	var held <-chan struct{} // a write to a key MIGRATE is moving (migrating.go)
 	switch {
 	case c.inExclusive:
 		cmd.Handler(c, args)
 	case cmd.Flags&FlagExclusive != 0:
-		c.runExclusive(func() { cmd.Handler(c, args) })
+		c.runExclusive(func() {
+			if held = c.migrationHold(cmd, args); held == nil {
+				cmd.Handler(c, args)
+			}
+		})
 	default:
 		c.enterGate()
-		cmd.Handler(c, args)
+		if held = c.migrationHold(cmd, args); held == nil {
+			cmd.Handler(c, args)
+		}
+	}
+	if held != nil {
+		c.pendingCmds-- // counted when it runs
+		c.hold(held, cmd, args)
+		return
 	}
 	c.account(cmd, args, timed, start, errs)
 }

@@ -46,6 +46,11 @@
 // queued commands alone too, which makes transactions atomic as in Redis. This trades latency of
 // rare structural commands (microseconds of pause) for adds that take no lock at all.
 //
+// MIGRATE moves keys without stopping the server: it marks them inside an exclusive instant,
+// sends them while other commands run, and deletes them once the target acknowledged; writes to
+// a marked key (and an EXEC or FLUSHALL that would touch it) wait meanwhile, on a connection that
+// stops being served as during WAIT, and run once the move ended (migrating.go, cmd_migrate.go).
+//
 // Cuckoo filters are the exception: an insertion moves fingerprints between buckets, so writes
 // to one cuckoo filter (CF.ADD, CF.INSERT, CF.DEL, CF.COMPACT, CF.LOADCHUNK) hold a mutex of its
 // value across the change and its journal record, and reads take the filter's read lock

@@ -122,7 +122,7 @@ func TestDumpCommandInfo(t *testing.T) {
 	rs := redistest.New(t, nil)
 	r := dial(t, rs.Addr)
 	b := dial(t, startServer(t, nil).addr())
-	for _, name := range []string{"dump", "restore", "restore-asking"} {
+	for _, name := range []string{"dump", "restore", "restore-asking", "migrate"} {
 		mine, theirs := b.do("COMMAND", "INFO", name).Elems[0], r.do("COMMAND", "INFO", name).Elems[0]
 		if len(mine.Elems) != 10 {
 			t.Errorf("%s: %v", name, mine)

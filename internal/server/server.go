@@ -18,6 +18,7 @@ import (
 	"github.com/bloomd/bloom/internal/filterconf"
 	"github.com/bloomd/bloom/internal/memlimit"
 	"github.com/bloomd/bloom/internal/metrics"
+	"github.com/bloomd/bloom/internal/migrate"
 	"github.com/bloomd/bloom/internal/persist"
 	"github.com/bloomd/bloom/internal/protected"
 	"github.com/bloomd/bloom/internal/pubsub"
@@ -83,6 +84,9 @@ type Server struct {
 	configFile   string      // the file the settings came from, for CONFIG REWRITE
 	runID        string
 
+	mig         migrations    // keys MIGRATE is moving, whose writes wait (migrating.go)
+	migratePool *migrate.Pool // MIGRATE's cached connections (cmd_migrate.go)
+
 	// dataLoading is set while the data files load: commands that may not run then are
 	// answered -LOADING.
 	dataLoading atomic.Bool
@@ -135,6 +139,7 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s.startRepl(&cfg)
+	s.migratePool = migrate.NewPool(s.repl.Dial)
 	if loopsSupported {
 		if err := s.startLoops(cfg.EventLoops); err != nil {
 			return nil, fmt.Errorf("server: event loops: %w", err)
@@ -406,6 +411,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 			ln.Close()
 		}
 		s.repl.Close()
+		s.migratePool.Close()
 	}
 	s.connsMu.Lock()
 	for c := range s.conns {
@@ -438,13 +444,16 @@ func (s *Server) cron() {
 	defer t.Stop()
 	next := randomShard()
 	var dead []*entry
-	for {
+	for tick := 0; ; tick++ {
 		select {
 		case <-s.done:
 			return
 		case <-t.C:
 		}
 		s.statsTick(time.Now())
+		if tick%10 == 0 {
+			s.migratePool.CloseIdle() // as Redis's serverCron, once a second
+		}
 		if s.repl.IsReplica() {
 			continue // a replica's keys expire when its primary says so (DEL in the stream)
 		}
