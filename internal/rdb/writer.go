@@ -203,7 +203,7 @@ func (o *output) strFrom(n uint64, readAt func(p []byte, off int64)) {
 		return
 	}
 	window := make([]byte, 0, min(n, lzfWindow)+lzfMaxOff+lzfMaxRef+8)
-	if !o.opts.NoCompression && !o.plain {
+	if !o.opts.NoCompression && !o.plain && !o.incompressible(n, window, readAt) {
 		c, ok := o.compressor().compressFrom(nil, int64(n), int64(n-4), window, readAt)
 		if ok {
 			o.lzfBlob(c, n)
@@ -219,6 +219,22 @@ func (o *output) strFrom(n uint64, readAt func(p []byte, off int64)) {
 		off += k
 	}
 }
+
+// incompressible reports whether a string of n bytes read with readAt is not worth trying to
+// compress whole: when it is larger than probeFrom and its first lzfWindow bytes do not shrink
+// by a 128th. A filter's bits are spread evenly, so its first MiB tells how the rest compresses,
+// and a full filter (half its bits set) does not compress at all: Redis finds that out at the
+// end of the string, having compressed all of it, which costs most of the time of a save.
+func (o *output) incompressible(n uint64, window []byte, readAt func(p []byte, off int64)) bool {
+	if n < probeFrom {
+		return false
+	}
+	_, ok := o.compressor().compressFrom(nil, lzfWindow, lzfWindow-lzfWindow/128, window, readAt)
+	return !ok
+}
+
+// probeFrom is the size from which strFrom compresses a string's first MiB before the whole.
+const probeFrom = 4 << 20
 
 func (o *output) flush() error {
 	if o.err == nil {
