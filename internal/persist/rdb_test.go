@@ -347,3 +347,41 @@ func TestCheckLogOnRDB(t *testing.T) {
 		t.Fatal("--fix changed an RDB file")
 	}
 }
+
+// FuzzReadRDB reads arbitrary bytes as an RDB snapshot, with a small memory limit and with
+// unknown types skipped or not. It must never panic or allocate beyond the input and the limit;
+// an error is damage, an unknown type, the other format, the limit or a version it does not
+// read; and what it loaded writes back to a file that loads to the same keys.
+func FuzzReadRDB(f *testing.F) {
+	items := testItems(f, false)
+	h := SnapshotHeader{Lineage: 5, LogSeq: 2, Created: 1700000000000}
+	f.Add(writeRDB(f, h, items, RDBOptions{}), false)
+	f.Add(writeRDB(f, h, items[:3], RDBOptions{NoCompression: true}), true)
+	f.Add(writeRDB(f, SnapshotHeader{}, nil, RDBOptions{}), false)
+	for _, name := range []string{"other.rdb", "bloom-plain.rdb"} {
+		if data, err := os.ReadFile(filepath.Join("..", "rdb", "testdata", name)); err == nil {
+			f.Add(data, true)
+		}
+	}
+	f.Fuzz(func(t *testing.T, data []byte, skip bool) {
+		s := &chainSink{limit: 1 << 20}
+		ld, err := ReadRDB(bytes.NewReader(data), int64(len(data)), "fuzz.rdb", s, RDBOptions{SkipUnknown: skip})
+		if err != nil {
+			for _, k := range []error{bloom.ErrCorrupt, rdb.ErrUnsupported, ErrOtherFormat, ErrNoMemory, rdb.ErrVersion, bloom.ErrTooLarge, bloom.ErrInvalidParameter, rdb.ErrEmptyKey} {
+				if errors.Is(err, k) {
+					return
+				}
+			}
+			t.Fatalf("an error of no known kind: %v", err)
+		}
+		got := s.complete()
+		if ld.Stats.Keys != len(got) {
+			t.Fatalf("%d keys counted, %d handed over", ld.Stats.Keys, len(got))
+		}
+		again, got2, err := readRDB(writeRDB(t, ld.Header, got, RDBOptions{}), RDBOptions{})
+		if err != nil || again.Header != ld.Header {
+			t.Fatalf("what was loaded does not load again: %v (%+v, %+v)", err, again.Header, ld.Header)
+		}
+		sameItems(t, got2, got)
+	})
+}

@@ -3,6 +3,7 @@ package server
 import (
 	"bytes"
 	"fmt"
+	"net"
 	"strings"
 	"testing"
 
@@ -136,5 +137,72 @@ func TestDumpCommandInfo(t *testing.T) {
 				t.Errorf("%s field %d: bloomd %s\nredis-server %s", name, i, got, want)
 			}
 		}
+	}
+}
+
+// TestDumpPastCeiling: a DUMP whose payload does not fit under the memory ceiling beside the
+// keyspace is refused, naming the sizes, rather than taking the process past it.
+func TestDumpPastCeiling(t *testing.T) {
+	const used = 1 << 20
+	s := startServer(t, func(c *Config) { c.MemoryProbe = fakeCgroup(t, used+64<<20+5<<20, used) }) // a ceiling of 5 MiB
+	c := dial(t, s.addr())
+	if v := c.do("BF.RESERVE", "f", "0.001", "2000000"); v.Text() != "OK" { // 3.6 MB
+		t.Fatal(v)
+	}
+	v := c.do("DUMP", "f")
+	if !strings.HasPrefix(v.Text(), "ERR Insufficient memory to dump the value: ") || !strings.Contains(v.Text(), "cgroup") {
+		t.Fatalf("DUMP past the ceiling: %v", v)
+	}
+	c.do("BF.RESERVE", "small", "0.01", "1000")
+	if v := c.do("DUMP", "small"); v.IsError() {
+		t.Fatalf("DUMP of a small filter: %v", v)
+	}
+}
+
+// TestRestoreAndMigrateReplicate: a RESTORE on a primary reaches its replica as the same key
+// (expiry time and bits), and a MIGRATE's deletion as DEL.
+func TestRestoreAndMigrateReplicate(t *testing.T) {
+	ps, p := startReplServer(t)
+	_, r := startReplServer(t)
+	if v := r.do("REPLICAOF", "127.0.0.1", portOf(ps)); v.Text() != "OK" {
+		t.Fatal(v)
+	}
+	p.do("BF.RESERVE", "f", "0.01", "1000")
+	for i := range 100 {
+		p.do("BF.ADD", "f", fmt.Sprint(i))
+	}
+	payload := string(p.do("DUMP", "f").Str)
+	if v := p.do("RESTORE", "g", "100000", payload); v.Text() != "OK" {
+		t.Fatal(v)
+	}
+	waitSynced(t, p, r)
+	if !bytes.Equal(scandump(t, p, "g"), scandump(t, r, "g")) || p.do("PEXPIRETIME", "g").Int != r.do("PEXPIRETIME", "g").Int {
+		t.Fatal("the replica's restored filter differs")
+	}
+	target := startServer(t, nil)
+	_, port, _ := net.SplitHostPort(target.addr())
+	if v := p.do("MIGRATE", "127.0.0.1", port, "g", "0", "5000"); v.Text() != "OK" {
+		t.Fatal(v)
+	}
+	waitSynced(t, p, r)
+	if v := r.do("EXISTS", "g", "f"); v.Int != 1 {
+		t.Fatalf("the replica holds %d of g and f after g moved", v.Int)
+	}
+}
+
+// TestMigrateBindSourceAddr: MIGRATE's connection comes from bind-source-addr, as the replica
+// link's does.
+func TestMigrateBindSourceAddr(t *testing.T) {
+	target := startServer(t, nil)
+	src := startServer(t, func(c *Config) { c.Replication.BindSourceAddr = "127.0.0.2" })
+	c := dial(t, src.addr())
+	c.do("SET", "k", "v")
+	_, port, _ := net.SplitHostPort(target.addr())
+	if v := c.do("MIGRATE", "127.0.0.1", port, "k", "0", "5000"); v.Text() != "OK" {
+		t.Fatal(v)
+	}
+	list := dial(t, target.addr()).do("CLIENT", "LIST").Text()
+	if !strings.Contains(list, "addr=127.0.0.2:") {
+		t.Fatalf("the target's clients:\n%s", list)
 	}
 }
