@@ -263,7 +263,9 @@ func main() {
 			go probe(src, &stop, worst)
 			time.Sleep(100 * time.Millisecond)
 			var reply string
-			d := timed(func() { reply = do(c, "MIGRATE", "127.0.0.1", strconv.Itoa(dst.port), "f", "0", "600000", "COPY").Text() })
+			d := timed(func() {
+				reply = do(c, "MIGRATE", "127.0.0.1", strconv.Itoa(dst.port), "f", "0", "600000", "COPY").Text()
+			})
 			stop.Store(true)
 			w := <-worst
 			if reply != "OK" {
