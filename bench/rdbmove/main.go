@@ -22,6 +22,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -100,7 +101,10 @@ func (s *server) conn() net.Conn {
 	return c
 }
 
-var readers = map[net.Conn]*resp.Reader{}
+var (
+	readersMu sync.Mutex
+	readers   = map[net.Conn]*resp.Reader{}
+)
 
 func do(c net.Conn, args ...string) resp.Value {
 	bs := make([][]byte, len(args))
@@ -113,12 +117,14 @@ func do(c net.Conn, args ...string) resp.Value {
 func doBytes(c net.Conn, args ...[]byte) resp.Value {
 	_, err := c.Write(resp.AppendCommand(nil, args...))
 	check(err)
+	readersMu.Lock()
 	r := readers[c]
 	if r == nil {
 		r = resp.NewReader(bufio.NewReaderSize(c, 1<<20))
 		r.Limits.MaxBulk = 1 << 31
 		readers[c] = r
 	}
+	readersMu.Unlock()
 	v, err := r.ReadReply()
 	check(err)
 	return v
