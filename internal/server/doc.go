@@ -2,8 +2,8 @@
 // BF.* and CF.* commands exactly (package redisbloom holds the Bloom filters, bloom.Cuckoo the
 // cuckoo filters), with the Redis commands that
 // clients need around them: connection handshakes (HELLO, AUTH, CLIENT), keys (DEL, SCAN, TYPE,
-// RENAME, expiry), strings (SET, GET), transactions (MULTI/EXEC), introspection (INFO, CONFIG,
-// COMMAND). Command tables, error texts and limits follow Redis 7.0 and RedisBloom 2.6.28; where
+// RENAME, expiry, DUMP, RESTORE, MIGRATE), strings (SET, GET), transactions (MULTI/EXEC),
+// introspection (INFO, CONFIG, COMMAND). Command tables, error texts and limits follow Redis 7.0 and RedisBloom 2.6.28; where
 // bloomd differs on purpose, README.md's compatibility table says so.
 //
 // A Server is made from a Config (redis.conf names: bind, port, requirepass, maxclients,
