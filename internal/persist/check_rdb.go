@@ -46,14 +46,24 @@ func checkRDB(f File, path string, size int64, out io.Writer) error {
 			hashes++
 		}
 	}
-	fmt.Fprintf(out, "%s: a Redis RDB file (version %d), %s, checksum OK: %s, %s, %s, %s",
-		path, rd.Version(), count(int64(rd.Offset()), "byte"), count(strs, "string"), count(filters, "Bloom filter"), count(cuckoos, "cuckoo filter"), count(hashes, "hash"))
+	fmt.Fprintf(out, "%s: a Redis RDB file (version %d), %s, checksum OK: %s, %s, %s",
+		path, rd.Version(), count(int64(rd.Offset()), "byte"), count(strs, "string"), count(filters, "Bloom filter"), count(cuckoos, "cuckoo filter"))
+	sk := map[string]int{}
+	for k, n := range rd.Skipped() {
+		sk[k] = n
+	}
+	if hashes > 0 {
+		sk["hash"] += hashes
+	}
 	if otherDB > 0 {
-		fmt.Fprintf(out, ", %s in databases other than 0", count(otherDB, "key"))
+		sk["keys of other databases than 0"] += otherDB
 	}
-	if sk := rd.Skipped(); len(sk) > 0 {
-		fmt.Fprintf(out, "; of types bloomd does not hold: %s", describeSkipped(sk))
+	if len(sk) > 0 {
+		fmt.Fprintf(out, "; of types bloomd does not hold: %s.\n", describeSkipped(sk))
+		fmt.Fprintf(out, "bloomd loads it as its snapshot only with rdb-skip-unknown-types yes, without those")
+	} else {
+		fmt.Fprintf(out, ".\nbloomd loads it as its snapshot")
 	}
-	fmt.Fprintf(out, ".\nbloomd loads it as its snapshot (from a dbfilename ending in .rdb, or as dump.rdb where it has no files of its own); check-aof checks bloomd's own logs.\n")
+	fmt.Fprintf(out, " (from a dbfilename ending in .rdb, or as dump.rdb where it has no files of its own); check-aof checks bloomd's own logs.\n")
 	return nil
 }
