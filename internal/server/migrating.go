@@ -61,7 +61,8 @@ func (g *migration) end() {
 }
 
 // heldBy returns the channel to wait on if cmd with args writes a key being moved, or nil. A
-// write without key positions (FLUSHALL, FLUSHDB) waits for any move.
+// write without key positions (FLUSHALL, FLUSHDB), or whose keys the table does not locate,
+// waits for any move.
 func (m *migrations) heldBy(cmd *Command, args [][]byte) <-chan struct{} {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -77,7 +78,7 @@ func (m *migrations) heldBy(cmd *Command, args [][]byte) <-chan struct{} {
 		return nil
 	}
 	switch {
-	case cmd.Flags&FlagMovableKeys != 0: // MIGRATE
+	case cmd.Name == "migrate":
 		first, n := acl.MigrateKeys(args)
 		for i := first; i < first+n; i++ {
 			if ch := at(i); ch != nil {
@@ -85,7 +86,9 @@ func (m *migrations) heldBy(cmd *Command, args [][]byte) <-chan struct{} {
 			}
 		}
 		return nil
-	case cmd.FirstKey <= 0:
+	case cmd.FirstKey <= 0 || cmd.Flags&FlagMovableKeys != 0:
+		// No key positions (FLUSHALL), or keys this table does not locate (a script's):
+		// wait for any move.
 		for _, ch := range m.keys {
 			return ch
 		}
