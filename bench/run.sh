@@ -31,7 +31,7 @@ sections=(
   "bloomd|11 min|bloomd against RedisBloom: server CPU per BF.* command and PING at -P 1 and -P 16 (REDISBLOOM_SO)"
   "redisfilter|3 min|redisfilter's forms against RedisBloom on the same redis-server (REDISBLOOM_SO)"
   "durability|5 min, 1 GB of disk|bloomd's appendfsync settings against each other; snapshot save and load"
-  "rdb|4 min, 6 GB, 3 GB of disk|a 1 GB filter in Redis's formats: RDB save and load, MIGRATE, against RedisBloom (REDISBLOOM_SO)"
+  "rdb|2 min, 6 GB, 3 GB of disk|a 1 GB filter in Redis's formats: RDB save and load, MIGRATE, against RedisBloom (REDISBLOOM_SO)"
   "cuckoo|4 min|the cuckoo filter against the Bloom filters at equal FPP"
   "cuckoo-bloomd|2 min|bloomd against RedisBloom: server CPU per CF.* command (REDISBLOOM_SO)"
   "replication|3 min|a primary's CPU per BF.ADD with 0, 1 and 2 replicas"
