@@ -19,7 +19,9 @@
 // on a new connection when the failure was not a timeout and no reply had been read (a cached
 // connection that the target closed). A refused connection is a failed write, as in Redis,
 // which connects without blocking and finds the refusal when it writes.
-// Replies and retries are Redis's (TestMigrateErrorsMatchRedis, TestMigrateRetriesOnce).
+// Replies and retries are Redis's: the server's TestMigrateMatchesRedis runs the same MIGRATEs
+// from redis-server and from bloomd and compares every reply; TestMigrateRetriesOnce and
+// TestPoolAgainstRedis check the retry and the cache against a real redis-server.
 //
 // Each write and each read has the command's timeout, as in Redis; a payload is written in
 // pieces as the writer takes them, each piece within the timeout, so a large filter streams
