@@ -24,7 +24,14 @@ func (u *User) Check(c *Command, args [][]byte) (Result, int) {
 	if !u.allCommands && !c.NoAuth && !u.bit(c.ID) && !u.firstArgOK(c, args) {
 		return DeniedCommand, 0
 	}
-	if !u.allKeys {
+	if !u.allKeys && c.migrate {
+		first, n := MigrateKeys(args)
+		for k := first; k < first+n; k++ {
+			if !u.keyOK(args[k], c.KeySpecs[0].Flags.perm()) {
+				return DeniedKey, k
+			}
+		}
+	} else if !u.allKeys {
 		for i := range c.KeySpecs {
 			ks := &c.KeySpecs[i]
 			first, last, step := keyRange(ks, args)

@@ -80,10 +80,11 @@ const (
 	KeyUpdate                             // updates the value
 	KeyInsert                             // adds data, never changes or deletes any
 	KeyDelete                             // deletes the key or some of its content
+	KeyIncomplete                         // the spec may miss keys (MIGRATE's KEYS)
 	KeyVariableFlags                      // the flags depend on the arguments
 )
 
-var keyFlagNames = []string{"RO", "RW", "OW", "RM", "access", "update", "insert", "delete", "variable_flags"}
+var keyFlagNames = []string{"RO", "RW", "OW", "RM", "access", "update", "insert", "delete", "incomplete", "variable_flags"}
 
 // Names returns the flags as COMMAND INFO writes them.
 func (f KeyFlags) Names() []string {
@@ -114,15 +115,20 @@ func (f KeyFlags) perm() uint8 {
 // or at len(args)+LastKey if negative, every KeyStep-th argument between them.
 //
 // With KeyNum set the spec is Redis's "keynum" form instead (EVAL's): the argument at Index
-// holds the number of keys, which start FirstKey arguments after it, every KeyStep-th.
+// holds the number of keys, which start FirstKey arguments after it, every KeyStep-th. With
+// Keyword set the search begins as Redis's "keyword" begin_search does: the first key follows
+// the argument equal to Keyword, looked for from StartFrom (from the end when negative), and
+// Index is not used.
 type KeySpec struct {
-	Flags    KeyFlags
-	Index    int
-	LastKey  int
-	KeyStep  int
-	Notes    string
-	KeyNum   bool
-	FirstKey int
+	Flags     KeyFlags
+	Index     int
+	LastKey   int
+	KeyStep   int
+	Notes     string
+	KeyNum    bool
+	FirstKey  int
+	Keyword   string
+	StartFrom int
 }
 
 // ChannelArgs says which arguments of a command are publish/subscribe channels.
@@ -155,6 +161,9 @@ type Command struct {
 	Subs   []*Command // sorted by name
 	// setGet marks SET, whose key is also read when a GET argument is given.
 	setGet bool
+	// migrate marks MIGRATE, whose keys are found as Redis's migrateGetKeys finds them (its
+	// key specs are incomplete).
+	migrate bool
 }
 
 // A Table is the set of commands the ACL system knows, each with an ID. It is read-only once
@@ -175,7 +184,7 @@ func NewTable(specs []Spec, match func(pattern, s []byte) bool) *Table {
 	sorted := append([]Spec(nil), specs...)
 	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Name < sorted[j].Name })
 	for _, s := range sorted {
-		c := &Command{Spec: s, ID: len(t.cmds), setGet: s.Name == "set"}
+		c := &Command{Spec: s, ID: len(t.cmds), setGet: s.Name == "set", migrate: s.Name == "migrate"}
 		t.cmds = append(t.cmds, c)
 		t.byName[s.Name] = c
 	}
@@ -279,6 +288,31 @@ func parseCount(b []byte) (int, bool) {
 		n = n*10 + int(c-'0')
 	}
 	return n, true
+}
+
+// MigrateKeys returns the index in args of MIGRATE's first key and the number of its keys, as
+// Redis 7.0's migrateGetKeys finds them: argument 3, or with a KEYS option (looked for from
+// argument 6 on, stepping over AUTH's and AUTH2's arguments) every argument after it, and no
+// key when KEYS comes with a key in argument 3.
+func MigrateKeys(args [][]byte) (first, n int) {
+	if len(args) < 4 {
+		return 0, 0
+	}
+	first, n = 3, 1
+	for i := 6; i < len(args); i++ {
+		switch {
+		case equalFold(args[i], "keys"):
+			if len(args[3]) > 0 {
+				return 0, 0
+			}
+			return i + 1, len(args) - i - 1
+		case equalFold(args[i], "auth"):
+			i++
+		case equalFold(args[i], "auth2"):
+			i += 2
+		}
+	}
+	return first, n
 }
 
 // keyFlags returns the flags of spec ks for these arguments: SET's key is read only when a GET

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 )
 
 // ErrDamaged reports a log that CheckLog found damaged and did not fix.
@@ -40,9 +41,8 @@ func checkLog(fsys FS, path string, fix bool, out io.Writer) error {
 	switch {
 	case string(magic[:n]) == snapMagic:
 		return checkSnapshot(f, path, size, fix, out)
-	case n >= 5 && string(magic[:5]) == "REDIS":
-		fmt.Fprintf(out, "%s: a Redis RDB file, not a file of bloomd: redis-check-rdb checks it.\n", path)
-		return ErrDamaged
+	case size >= 9 && magicOf(magic[:n]) == "rdb":
+		return checkRDB(f, path, size, out)
 	}
 	sc, err := NewLogScanner(f, size, path)
 	var ce *CorruptError
@@ -114,6 +114,9 @@ func checkLog(fsys FS, path string, fix bool, out io.Writer) error {
 func count[N int | int64](n N, what string) string {
 	if n == 1 {
 		return "1 " + what
+	}
+	if strings.HasSuffix(what, "sh") {
+		return fmt.Sprintf("%d %ses", n, what) // hashes
 	}
 	return fmt.Sprintf("%d %ss", n, what)
 }

@@ -24,6 +24,10 @@ type Config struct {
 	AutoRewritePercentage int
 	AutoRewriteMinSize    int64
 
+	// RDB holds the settings of snapshots in Redis's RDB format, which a DBFilename ending in
+	// .rdb asks for (see IsRDBName), and of RDB files loaded in any case.
+	RDB RDBOptions
+
 	// FS is the file system; nil means the operating system's.
 	FS FS
 	// Logger receives the store's log lines; nil discards them.

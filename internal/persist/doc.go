@@ -17,6 +17,44 @@
 // file before anything is allocated, so a damaged or crafted file cannot make a reader allocate
 // more than the file holds; filters are also checked against the memory of the machine.
 //
+// # Redis's files
+//
+// A dbfilename ending in .rdb (Debian's redis.conf says dump.rdb) makes every snapshot a Redis
+// RDB file of version 10, as Redis 7.0 writes it (internal/rdb): strings as strings, filters as
+// RedisBloom 2.6's module values, with rdbcompression and rdbchecksum as Redis has them, and
+// bloomd's lineage and the number of the log that follows as two aux fields (bloomd-lineage,
+// bloomd-log), which Redis ignores. Redis, with RedisBloom loaded, starts on such a file; bloomd
+// starts on the dump.rdb Redis saves. A snapshot is read in whichever format its first bytes
+// announce, whatever its name: bloomd's own format under a .rdb name (an older bloomd run with
+// Debian's configuration) loads, and the next snapshot is an RDB file; an RDB file under another
+// name loads, and the next snapshot is in bloomd's format. Where bloomd has none of its files
+// (no snapshot, no log), a Redis dump.rdb in dir is loaded; bloomd then saves to dbfilename.
+// TestStoreRDB, TestStoreLoadsRedisDumpRDB and, against the real programs in both orders, the
+// server's TestRDBFilesWithRedis check this.
+//
+// bloomd's log stays its own format (Redis 7.0's multi-part AOF, a directory of an RDB base and
+// command files, is not read or written): the RDB file is the snapshot the logs follow, exactly
+// as bloomd's own snapshot is. A file that Redis saved carries no lineage, so no log of bloomd
+// can follow it: start-up removes logs that hold no record (a bloomd stopped with a last
+// snapshot leaves an empty one), refuses to start when a log holds writes (bloomd's writes after
+// its last snapshot and the file Redis saved since are two histories, and the error says how to
+// keep either one), and, with appendonly, writes a snapshot of its own at once, as Redis 7.0
+// writes a base file when it starts with an AOF and none, so that the new log has a base with
+// its lineage (TestStoreRedisWroteTheRDB). So to hand the data to Redis, stop bloomd with a
+// last snapshot (SHUTDOWN SAVE, or save rules) and start Redis with appendonly no (Redis 7.0
+// with appendonly yes and no AOF directory starts empty, whatever dump.rdb holds).
+//
+// Keys of types bloomd does not hold (lists, sets, sorted sets, streams, other modules' values),
+// keys of databases other than 0, and function libraries stop the load with the key's
+// name and type, changing no file; with RDBOptions.SkipUnknown (rdb-skip-unknown-types yes) they
+// are skipped and counted in the log (TestRDBUnknownTypes). Filters are charged to the memory
+// ceiling sub-filter by sub-filter before they are allocated, through the sink's hooks, and a
+// filter that does not fit stops the load with ErrNoMemory, as in bloomd's format
+// (TestRDBMemoryLimit). A Redis RDB file that does not read is ErrRDBDamaged; the readers name
+// a file of the other format for what it is (ErrOtherFormat, never "damaged":
+// TestOtherFormatNamed), and `bloomd check-aof` on an RDB file says what it holds
+// (TestCheckLogOnRDB).
+//
 // # Writing the log: group commit
 //
 // Append encodes a record into memory under a mutex and returns a wait; the server calls the

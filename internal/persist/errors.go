@@ -21,7 +21,21 @@ var (
 
 	// ErrClosed reports a use of a Store after Close.
 	ErrClosed = errors.New("persist: store closed")
+
+	// ErrOtherFormat reports a file in one of the formats bloomd knows, but not the one the
+	// reader reads: a Redis RDB file handed to ReadSnapshot, bloomd's snapshot handed to
+	// ReadRDB. The error names what the file is.
+	ErrOtherFormat = errors.New("persist: another format")
+
+	// ErrRDBDamaged reports a Redis RDB file that does not read: a checksum, a length or an
+	// encoding wrong, or a file cut short. The error says where. It matches bloom.ErrCorrupt.
+	ErrRDBDamaged error = rdbDamaged{}
 )
+
+type rdbDamaged struct{}
+
+func (rdbDamaged) Error() string        { return "persist: damaged Redis RDB file" }
+func (rdbDamaged) Is(target error) bool { return target == bloom.ErrCorrupt }
 
 // A CorruptError reports damaged bytes in a data file: which file, at which byte offset, what
 // is wrong there. It matches bloom.ErrCorrupt.

@@ -160,6 +160,13 @@ type Sink interface {
 	Cuckoo(key []byte, expire int64, header []byte) (*bloom.Cuckoo, error)
 	// Hash sets key to the hash h, which it keeps.
 	Hash(key []byte, h *value.Hash, expire int64) error
+	// BuildFilter makes the filter at key with build, which decodes it (from an RDB file) into
+	// a chain made with the options it is given: their Reserve hook charges each sub-filter
+	// before it is allocated, so a filter that does not fit is refused (an error wrapping
+	// ErrNoMemory) before its memory is taken. build's own error is returned unchanged.
+	BuildFilter(key []byte, expire int64, build func(*redisbloom.Options) (*redisbloom.Chain, error)) error
+	// BuildCuckoo is BuildFilter for a cuckoo filter.
+	BuildCuckoo(key []byte, expire int64, build func(*bloom.CuckooOptions) (*bloom.Cuckoo, error)) error
 }
 
 // SnapshotStats counts what a snapshot held.
@@ -426,6 +433,9 @@ func ReadSnapshot(r io.Reader, size int64, name string, sink Sink) (SnapshotHead
 	le := binary.LittleEndian
 	switch {
 	case string(hb[:8]) != snapMagic:
+		if err := otherFormat(name, magicOf(hb[:]), hb[:]); err != nil && magicOf(hb[:]) != "snapshot" {
+			return SnapshotHeader{}, st, err
+		}
 		return SnapshotHeader{}, st, corrupt(name, 0, "not a bloomd snapshot (bad magic)")
 	case le.Uint32(hb[40:]) != crc(hb[:40]):
 		return SnapshotHeader{}, st, corrupt(name, 0, "snapshot header checksum mismatch")

@@ -54,6 +54,32 @@ func (s *chainSink) Cuckoo(key []byte, expire int64, header []byte) (*bloom.Cuck
 	return c, nil
 }
 
+func (s *chainSink) reserve(n uint64) error {
+	if s.limit > 0 && s.used+n > s.limit {
+		return fmt.Errorf("%w: over the test's memory limit", ErrNoMemory)
+	}
+	s.used += n
+	return nil
+}
+
+func (s *chainSink) BuildFilter(key []byte, expire int64, build func(*redisbloom.Options) (*redisbloom.Chain, error)) error {
+	ch, err := build(&redisbloom.Options{Reserve: s.reserve})
+	if err != nil {
+		return err
+	}
+	s.items = append(s.items, Item{Key: string(key), Expire: expire, Chain: ch})
+	return nil
+}
+
+func (s *chainSink) BuildCuckoo(key []byte, expire int64, build func(*bloom.CuckooOptions) (*bloom.Cuckoo, error)) error {
+	c, err := build(&bloom.CuckooOptions{MaxFilters: bloom.CuckooMaxFilters, Reserve: s.reserve})
+	if err != nil {
+		return err
+	}
+	s.items = append(s.items, Item{Key: string(key), Expire: expire, Cuckoo: c})
+	return nil
+}
+
 func (s *chainSink) String(key, value []byte, expire int64) error {
 	s.items = append(s.items, Item{Key: string(key), Expire: expire, Value: value})
 	return nil

@@ -58,7 +58,7 @@ func TestSnapshotSpeed(t *testing.T) {
 
 	load := func() (time.Duration, []Item) {
 		runtime.GC()
-		f, direct, err := st.openSnapshot() // as Load reads it
+		f, direct, err := st.openSnapshot(st.snap) // as Load reads it
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,6 +1,7 @@
 package persist
 
 import (
+	"bufio"
 	"bytes"
 	"crypto/rand"
 	"encoding/binary"
@@ -150,6 +151,14 @@ func (st *Store) SetAutoRewrite(percentage int, minSize int64) {
 	st.cfgMu.Unlock()
 }
 
+// SetRDB changes the settings of RDB snapshots (rdbcompression, rdbchecksum,
+// rdb-skip-unknown-types): the next snapshot, or the next RDB file loaded, follows them.
+func (st *Store) SetRDB(o RDBOptions) {
+	st.cfgMu.Lock()
+	st.cfg.RDB = o
+	st.cfgMu.Unlock()
+}
+
 // Append journals one write (the server's Journal). Records made while loading are the replay's
 // own and are not logged again.
 func (st *Store) Append(argv [][]byte) func() error {
@@ -240,12 +249,25 @@ func (st *Store) Load(ks Keyspace) error {
 	}
 	h := SnapshotHeader{LogSeq: 1}
 	haveSnap := false
-	if f, direct, err := st.openSnapshot(); err == nil {
+	// foreign is set when the data came from a file that another program wrote (Redis's RDB,
+	// which carries no lineage): the logs of an earlier bloomd do not follow it.
+	foreign := false
+	path := st.snap
+	f, direct, err := st.openSnapshot(path)
+	if errors.Is(err, fs.ErrNotExist) && len(seqs) == 0 && cfg.DBFilename != RedisDumpFile {
+		// None of bloomd's files: a Redis dump.rdb beside them is the data to start with.
+		path = filepath.Join(cfg.Dir, RedisDumpFile)
+		if f, direct, err = st.openSnapshot(path); err == nil {
+			foreign = true
+			st.log.Info("no data files of bloomd here; loading Redis's dump.rdb (bloomd saves to dbfilename, "+cfg.DBFilename+")", "file", path)
+		}
+	}
+	if err == nil {
 		haveSnap = true
 		fi, err := f.Stat()
 		if err != nil {
 			f.Close()
-			return fmt.Errorf("persist: %s: %w", st.snap, err)
+			return fmt.Errorf("persist: %s: %w", path, err)
 		}
 		var stats SnapshotStats
 		// The snapshot is filters' bit arrays, which hold no pointers: collecting garbage while
@@ -258,21 +280,56 @@ func (st *Store) Load(ks Keyspace) error {
 			defer dr.close()
 			r = dr
 		}
-		h, stats, err = ReadSnapshot(r, fi.Size(), st.snap, ks)
+		// Either format loads, whatever the name: the first bytes say which it is.
+		br := bufio.NewReaderSize(r, 1<<20)
+		head, _ := br.Peek(9)
+		format := magicOf(head)
+		var rl RDBLoad
+		if format == "rdb" {
+			rl, err = ReadRDB(br, fi.Size(), path, ks, cfg.RDB)
+			h, stats = rl.Header, rl.Stats
+		} else {
+			h, stats, err = ReadSnapshot(br, fi.Size(), path, ks)
+		}
 		debug.SetGCPercent(gc)
 		f.Close()
 		if err != nil {
-			if errors.Is(err, bloom.ErrCorrupt) {
-				return withHint(err, fmt.Sprintf("The snapshot is damaged and bloomd will not start with part of it. To keep every intact key, run\n  bloomd check-aof --fix %s\n(it names the keys lost and keeps the damaged file beside it), then start bloomd again. Or restore %s from a backup, or move it and the logs %s.* away to start empty.", st.snap, st.snap, filepath.Join(cfg.Dir, cfg.AppendFilename)))
+			switch {
+			case errors.Is(err, ErrRDBDamaged):
+				return withHint(err, fmt.Sprintf("%s is a Redis RDB file, damaged, and bloomd will not start with part of it (redis-check-rdb %s says more). Restore it from a backup, or move it away to start without it.", path, path))
+			case errors.Is(err, bloom.ErrCorrupt):
+				return withHint(err, fmt.Sprintf("The snapshot is damaged and bloomd will not start with part of it. To keep every intact key, run\n  bloomd check-aof --fix %s\n(it names the keys lost and keeps the damaged file beside it), then start bloomd again. Or restore %s from a backup, or move it and the logs %s.* away to start empty.", path, path, filepath.Join(cfg.Dir, cfg.AppendFilename)))
 			}
 			return err
+		}
+		if format == "rdb" {
+			if len(rl.Skipped) > 0 {
+				st.log.Warn("skipped what bloomd does not hold (rdb-skip-unknown-types yes)", "file", path, "skipped", describeSkipped(rl.Skipped))
+			}
+			if h.Lineage == 0 {
+				foreign = true // written by Redis: no log of bloomd follows it
+			}
+			if !IsRDBName(cfg.DBFilename) {
+				st.log.Info("the snapshot is a Redis RDB file; bloomd's next snapshot is in its own format, as dbfilename does not end in .rdb", "file", path)
+			}
+		} else if IsRDBName(cfg.DBFilename) && path == st.snap {
+			st.log.Info("the snapshot is in bloomd's own format under a .rdb name; the next snapshot writes it as a Redis RDB file", "file", path)
+		}
+		if foreign {
+			h.LogSeq, h.Lineage = 1, 0
+			// An earlier bloomd's logs followed the snapshot that Redis has since replaced: with
+			// records in them, the two histories went apart and neither can be chosen here.
+			if err := st.dropForeignLogs(seqs, path); err != nil {
+				return err
+			}
+			seqs = nil
 		}
 		st.lineage = h.Lineage
 		st.baseSize.Store(fi.Size())
 		st.lastSave.Store(h.Created / 1000)
 		st.loadedKeys.Store(int64(stats.Keys))
 		el := time.Since(start)
-		st.log.Info("snapshot loaded", "file", st.snap, "keys", stats.Keys, "bytes", fi.Size(),
+		st.log.Info("snapshot loaded", "file", path, "format", map[bool]string{true: "Redis RDB", false: "bloomd"}[format == "rdb"], "keys", stats.Keys, "bytes", fi.Size(),
 			"seconds", el.Seconds(), "MB/s", float64(fi.Size())/1e6/max(el.Seconds(), 1e-9))
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("persist: opening snapshot: %w", err)
@@ -379,16 +436,53 @@ func (st *Store) Load(ks Keyspace) error {
 		st.app.Store(app)
 	}
 	st.loaded.Store(true)
+	if foreign && cfg.AppendOnly {
+		// The log needs a snapshot of bloomd's (with the lineage its records carry) to follow:
+		// take it now, as Redis 7.0 writes a base file when it starts with an AOF and none.
+		st.log.Info("writing a snapshot of the data Redis saved, so that the log has a base of bloomd's", "file", st.snap)
+		st.saving.Store(kindSave)
+		if err := st.snapshotLocked(kindSave); err != nil {
+			return fmt.Errorf("persist: writing the first snapshot after loading %s: %w", path, err)
+		}
+	}
 	go st.cron()
 	return nil
 }
 
-// openSnapshot opens the snapshot for reading, with direct I/O where the file system allows it.
-func (st *Store) openSnapshot() (f File, direct bool, err error) {
-	if f, err := st.fs.OpenFile(st.snap, os.O_RDONLY|syscall.O_DIRECT, 0); err == nil {
+// dropForeignLogs removes the logs seqs that followed an earlier snapshot of bloomd, when the
+// snapshot loaded (path) is one another program wrote since: logs that hold no record are
+// removed; a log that holds records is an error, and nothing is removed.
+func (st *Store) dropForeignLogs(seqs []uint64, path string) error {
+	for _, seq := range seqs {
+		f, err := st.fs.OpenFile(st.logPath(seq), os.O_RDONLY, 0)
+		if err != nil {
+			return fmt.Errorf("persist: %w", err)
+		}
+		fi, err := f.Stat()
+		f.Close()
+		if err != nil {
+			return fmt.Errorf("persist: %w", err)
+		}
+		if fi.Size() > logHeaderSize {
+			return fmt.Errorf("persist: %s was written by Redis (it carries no bloomd lineage), but %s holds writes made after bloomd's last snapshot: the two histories went apart. Keep the one you want: move the logs %s.* away to start from %s, or move %s away to start from bloomd's files (then restore its snapshot)",
+				path, st.logPath(seq), filepath.Join(st.cfg.Dir, st.cfg.AppendFilename), path, path)
+		}
+	}
+	for _, seq := range seqs {
+		st.log.Info("removing an empty log of an earlier run: the snapshot it followed was replaced by Redis's", "file", st.logPath(seq))
+		if err := st.fs.Remove(st.logPath(seq)); err != nil {
+			return fmt.Errorf("persist: removing %s: %w", st.logPath(seq), err)
+		}
+	}
+	return nil
+}
+
+// openSnapshot opens a snapshot for reading, with direct I/O where the file system allows it.
+func (st *Store) openSnapshot(path string) (f File, direct bool, err error) {
+	if f, err := st.fs.OpenFile(path, os.O_RDONLY|syscall.O_DIRECT, 0); err == nil {
 		return f, true, nil
 	}
-	f, err = st.fs.OpenFile(st.snap, os.O_RDONLY, 0)
+	f, err = st.fs.OpenFile(path, os.O_RDONLY, 0)
 	return f, false, err
 }
 
@@ -751,7 +845,13 @@ func (st *Store) writeSnapshot(h SnapshotHeader, items []Item) (int64, error) {
 		dw = newDirectWriter(f)
 		w = dw
 	}
-	n, err := WriteSnapshot(&stopWriter{w: w, stop: &st.stopping}, h, items)
+	var n int64
+	sw := &stopWriter{w: w, stop: &st.stopping}
+	if cfg := st.config(); IsRDBName(cfg.DBFilename) {
+		n, err = WriteRDB(sw, h, items, cfg.RDB)
+	} else {
+		n, err = WriteSnapshot(sw, h, items)
+	}
 	if dw != nil {
 		if err != nil {
 			dw.abandon()

@@ -28,8 +28,13 @@ type recKeyspace struct {
 	loading  bool
 }
 
-func (k *recKeyspace) Pause(fn func())    { k.mu.Lock(); defer k.mu.Unlock(); fn() }
-func (k *recKeyspace) Capture() []Item    { return k.capture }
+func (k *recKeyspace) Pause(fn func()) { k.mu.Lock(); defer k.mu.Unlock(); fn() }
+func (k *recKeyspace) Capture() []Item {
+	if k.capture == nil {
+		return k.complete() // what was loaded, as a server would capture it
+	}
+	return k.capture
+}
 func (k *recKeyspace) SetLoading(on bool) { k.loading = on }
 func (k *recKeyspace) Exec(args ...[]byte) []byte {
 	s := string(bytes.Join(args, []byte(" ")))

@@ -50,6 +50,9 @@
 // checksum (ErrDumpPayload, Redis's "DUMP payload version or checksum are wrong"); bad data
 // inside is ErrCorrupt ("Bad data format"). DumpString, DumpHash, DumpChain and DumpCuckoo
 // write payloads. TestDumpRestoreIntoRedis restores this package's payloads into redis-server.
+// DumpChainTo streams a filter's payload to a writer, its bits uncompressed, with a length
+// (DumpChainLen) known before its first byte, so that a filter of any size goes out as one RESP
+// bulk string without being held in memory (TestDumpChainTo).
 //
 // # Streams and memory
 //
@@ -89,6 +92,11 @@
 //     cuckoo sub-filters must have the buckets their place gives them. RedisBloom loads both.
 //   - A module value whose field values overflow the narrower types RedisBloom keeps them in
 //     (bucket size, expansion, hashes, n2) is refused instead of truncated.
+//   - A filter's bits of 4 MiB or more are compressed only if their first MiB shrinks by a
+//     128th: a full filter's bits do not compress, and Redis finds that out only at their end,
+//     having compressed all of them (most of the time of a save). Bits spread evenly compress
+//     alike throughout, so the outcome is Redis's but where the first MiB is not like the rest
+//     (TestIncompressibleFilterProbe, BenchmarkLZFCompress).
 //   - An expiry time at or before the epoch reads as 1 ms, so that 0 can mean none.
 //   - Files and payloads of versions 9 to 12 are read, whatever version the caller speaks;
 //     ReadDump takes the newest version to accept, so a server can refuse newer ones as Redis

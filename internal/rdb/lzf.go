@@ -155,9 +155,6 @@ type lzfInput struct {
 	more func(have []byte, off int64) ([]byte, int64) // returns the new window
 }
 
-// at returns the window slice from absolute position i.
-func (in *lzfInput) at(i int64) []byte { return in.win[i-in.off:] }
-
 // compress appends to out the LZF form of the input, as lzf_compress(in, n, out, max) would
 // write it into a buffer of max bytes, and reports false (out unchanged in length) when it does
 // not fit in max bytes, which is how Redis decides that a string is not worth compressing.
@@ -174,9 +171,15 @@ func (z *lzfCompressor) compress(out []byte, in *lzfInput, maxOut int64) ([]byte
 	// Keep the window covering what the loop below reads: up to lzfMaxOff+2 bytes behind the
 	// position and lzfMaxRef+3 ahead of it.
 	const ahead = lzfMaxRef + 8
+	// The window and its end are kept in locals, refilled only when the position nears the
+	// end: the loop below runs once per input byte.
+	win, wOff := in.win, in.off
+	wEnd := wOff + int64(len(win))
 	ensure := func(ip int64) {
-		if ip+ahead > in.off+int64(len(in.win)) && in.off+int64(len(in.win)) < n {
+		if ip+ahead > wEnd && wEnd < n {
 			in.win, in.off = in.more(in.win, max(0, ip-lzfMaxOff-8))
+			win, wOff = in.win, in.off
+			wEnd = wOff + int64(len(win))
 		}
 	}
 	fail := func() ([]byte, bool) { return out[:start], false }
@@ -186,14 +189,16 @@ func (z *lzfCompressor) compress(out []byte, in *lzfInput, maxOut int64) ([]byte
 	run := len(out) // where the current literal run's length byte goes
 	out = append(out, 0)
 	ensure(0)
-	w := in.at(0)
+	w := win[ip-wOff:]
 	var hval uint32
 	if n >= 2 {
 		hval = uint32(w[0])<<8 | uint32(w[1])
 	}
 	for ip < n-2 {
-		ensure(ip)
-		w = in.at(ip)
+		if ip+ahead > wEnd && wEnd < n {
+			ensure(ip)
+		}
+		w = win[ip-wOff:]
 		hval = hval<<8 | uint32(w[2])
 		slot := &tab[((hval>>(3*8-lzfHashLog))-hval*5)&(1<<lzfHashLog-1)]
 		ref := int64(-1)
@@ -202,7 +207,7 @@ func (z *lzfCompressor) compress(out []byte, in *lzfInput, maxOut int64) ([]byte
 		}
 		*slot = base + uint64(ip)
 		if ref > 0 && ip-ref-1 < lzfMaxOff {
-			r := in.at(ref)
+			r := win[ref-wOff:]
 			if r[2] == w[2] && r[0] == w[0] && r[1] == w[1] {
 				off := ip - ref - 1
 				maxlen := min(n-ip-2, lzfMaxRef)
@@ -247,7 +252,7 @@ func (z *lzfCompressor) compress(out []byte, in *lzfInput, maxOut int64) ([]byte
 				// Hash the last two positions of the match, as VERY_FAST does.
 				ip -= 2
 				ensure(ip)
-				w = in.at(ip)
+				w = win[ip-wOff:]
 				hval = uint32(w[0])<<8 | uint32(w[1])
 				hval = hval<<8 | uint32(w[2])
 				tab[((hval>>(3*8-lzfHashLog))-hval*5)&(1<<lzfHashLog-1)] = base + uint64(ip)
@@ -277,7 +282,7 @@ func (z *lzfCompressor) compress(out []byte, in *lzfInput, maxOut int64) ([]byte
 	for ip < n {
 		ensure(ip)
 		lit++
-		out = append(out, in.at(ip)[0])
+		out = append(out, win[ip-wOff])
 		ip++
 		if lit == lzfMaxLit {
 			out[run] = lzfMaxLit - 1

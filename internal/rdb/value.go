@@ -72,7 +72,11 @@ func (v *value) finish() error {
 		return fmt.Errorf("rdb: key %q: its value was not read to the end", clip(v.e.Key))
 	}
 	v.started = true
-	return v.wrap(v.skip())
+	if err := v.skip(); err != nil {
+		return v.wrap(err)
+	}
+	v.done = true
+	return nil
 }
 
 // skip reads past the value (for a module value, past its end marker).

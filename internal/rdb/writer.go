@@ -78,6 +78,11 @@ type output struct {
 	opts WriterOptions
 	z    *lzfCompressor
 	buf  []byte // scratch
+
+	// plain writes every string read in pieces (strFrom) as its length and bytes, whatever
+	// its size or content, so that the output's length follows from the lengths alone
+	// (DumpChainTo).
+	plain bool
 }
 
 // crcWriter updates the output's checksum with what goes to the underlying writer, in the
@@ -191,14 +196,14 @@ func (o *output) str(s []byte) {
 // (at most n bytes); when that is not shorter, it reads them again and writes them as they are
 // (the data may have changed in between: a filter's bits, which only gain bits).
 func (o *output) strFrom(n uint64, readAt func(p []byte, off int64)) {
-	if n <= 20 {
+	if n <= 20 && !o.plain {
 		var b [20]byte
 		readAt(b[:n], 0)
 		o.str(b[:n])
 		return
 	}
 	window := make([]byte, 0, min(n, lzfWindow)+lzfMaxOff+lzfMaxRef+8)
-	if !o.opts.NoCompression {
+	if !o.opts.NoCompression && !o.plain && !o.incompressible(n, window, readAt) {
 		c, ok := o.compressor().compressFrom(nil, int64(n), int64(n-4), window, readAt)
 		if ok {
 			o.lzfBlob(c, n)
@@ -214,6 +219,22 @@ func (o *output) strFrom(n uint64, readAt func(p []byte, off int64)) {
 		off += k
 	}
 }
+
+// incompressible reports whether a string of n bytes read with readAt is not worth trying to
+// compress whole: when it is larger than probeFrom and its first lzfWindow bytes do not shrink
+// by a 128th. A filter's bits are spread evenly, so its first MiB tells how the rest compresses,
+// and a full filter (half its bits set) does not compress at all: Redis finds that out at the
+// end of the string, having compressed all of it, which costs most of the time of a save.
+func (o *output) incompressible(n uint64, window []byte, readAt func(p []byte, off int64)) bool {
+	if n < probeFrom {
+		return false
+	}
+	_, ok := o.compressor().compressFrom(nil, lzfWindow, lzfWindow-lzfWindow/128, window, readAt)
+	return !ok
+}
+
+// probeFrom is the size from which strFrom compresses a string's first MiB before the whole.
+const probeFrom = 4 << 20
 
 func (o *output) flush() error {
 	if o.err == nil {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"runtime"
 	"strconv"
@@ -183,11 +184,19 @@ func testLoopAllocs(t *testing.T) {
 	if bytes.Contains(reply, []byte("-")) || reply[len(reply)-1] != '\n' {
 		t.Fatalf("unexpected replies: %q", reply)
 	}
-	var before, after runtime.MemStats
-	runtime.ReadMemStats(&before)
-	round(1000)
-	runtime.ReadMemStats(&after)
-	if n := after.Mallocs - before.Mallocs; n > 200 {
-		t.Fatalf("%d allocations for 35000 requests", n)
+	// The count is the whole process's, so timers and goroutines of other tests add to it, more
+	// the slower the machine: the fewest of three tries is taken. An allocation per batch would
+	// give at least 1000 in every try.
+	fewest := uint64(math.MaxUint64)
+	for range 3 {
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		round(1000)
+		runtime.ReadMemStats(&after)
+		fewest = min(fewest, after.Mallocs-before.Mallocs)
+		if fewest <= 200 {
+			return
+		}
 	}
+	t.Fatalf("%d allocations for 35000 requests, in the best of three tries", fewest)
 }

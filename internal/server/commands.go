@@ -87,6 +87,10 @@ func registerCommands(mx *Mux) {
 	cmd("persist", 2, w|f, 1, 1, 1, "2.2.0", "generic", "Removes the expiration time of a key.", persistCmd)
 	cmd("flushdb", -1, w|ex, 0, 0, 0, "1.0.0", "server", "Removes all keys from the current database.", flushCmd).MaxArgs = 2
 	cmd("flushall", -1, w|ex, 0, 0, 0, "1.0.0", "server", "Removes all keys from all databases.", flushCmd).MaxArgs = 2
+	cmd("dump", 2, r, 1, 1, 1, "2.6.0", "generic", "Return a serialized version of the value stored at the specified key.", dumpCmd)
+	cmd("restore", -4, w|oom, 1, 1, 1, "2.6.0", "generic", "Create a key using the provided serialized value, previously obtained using DUMP.", restoreCmd)
+	cmd("migrate", -6, w|FlagMovableKeys, 3, 3, 1, "2.6.0", "generic", "Atomically transfer a key from a Redis instance to another one.", migrateCmd)
+	cmd("restore-asking", -4, w|oom|FlagAsking, 1, 1, 1, "3.0.0", "server", "An internal command for migrating keys in a cluster", restoreCmd)
 	cmd("get", 2, r|f, 1, 1, 1, "1.0.0", "string", "Returns the string value of a key.", getCmd)
 	cmd("set", -3, w|oom|ex, 1, 1, 1, "1.0.0", "string", "Sets the string value of a key, ignoring its type. The key is created if it doesn't exist.", setCmd)
 

@@ -70,6 +70,13 @@ type Config struct {
 	ShutdownOnSigterm     string             // shutdown-on-sigterm (config_shutdown.go)
 	Supervised            string             // supervised: no, auto, systemd or upstart (supervise.go)
 	PidFile               string             // pidfile: where the pid is written; "" for none
+	// Redis's RDB files (persist.IsRDBName: a dbfilename ending in .rdb makes the snapshots
+	// RDB files; DUMP's payloads are RDB values): rdbcompression, rdbchecksum, and
+	// rdb-skip-unknown-types, which skips the keys of types bloomd does not hold when an RDB
+	// file loads instead of refusing the file.
+	RDBCompression      bool
+	RDBChecksum         bool
+	RDBSkipUnknownTypes bool
 
 	// Monitoring (config_stats.go): the slow log, the latency monitor and the metrics endpoint.
 	SlowlogLogSlowerThan    int64  // slowlog-log-slower-than, µs; negative turns the slow log off
@@ -142,6 +149,8 @@ func DefaultConfig() Config {
 		Save:                  pd.Save,
 		AutoAOFRewritePercent: pd.AutoRewritePercentage,
 		AutoAOFRewriteMinSize: pd.AutoRewriteMinSize,
+		RDBCompression:        true,
+		RDBChecksum:           true,
 
 		SlowlogLogSlowerThan: 10000,
 		BusyReplyThreshold:   5000,
@@ -262,6 +271,9 @@ var params = []param{
 		c.AutoAOFRewriteMinSize = n
 		return nil
 	}},
+	{"rdbcompression", true, func(c *Config) string { return yesNo(c.RDBCompression) }, yesNoParam(func(c *Config) *bool { return &c.RDBCompression })},
+	{"rdbchecksum", true, func(c *Config) string { return yesNo(c.RDBChecksum) }, yesNoParam(func(c *Config) *bool { return &c.RDBChecksum })},
+	{"rdb-skip-unknown-types", true, func(c *Config) string { return yesNo(c.RDBSkipUnknownTypes) }, yesNoParam(func(c *Config) *bool { return &c.RDBSkipUnknownTypes })},
 	// Fixed values that tools read.
 	{"databases", false, func(*Config) string { return "1" }, fixedParam("1")},
 	{"maxmemory-policy", false, func(*Config) string { return "noeviction" }, fixedParam("noeviction")},

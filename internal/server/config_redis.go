@@ -89,8 +89,6 @@ var redisOnly = map[string]string{
 
 	// Persistence details of Redis's own formats.
 	"stop-writes-on-bgsave-error":   "bloomd keeps accepting writes after a failed snapshot (it logs the failure); a write its log cannot record is never acknowledged",
-	"rdbcompression":                "bloomd's snapshot skips a filter's empty 4 KiB blocks and compresses nothing else",
-	"rdbchecksum":                   "bloomd's snapshot always carries CRC-32C checksums",
 	"rdb-del-sync-files":            "bloomd keeps no file from a full sync: a primary sends its snapshot without one, a replica removes its copy once loaded",
 	"rdb-save-incremental-fsync":    "bloomd writes its snapshot with direct I/O where the file system allows, and syncs it at its end",
 	"aof-rewrite-incremental-fsync": "bloomd writes its snapshot with direct I/O where the file system allows, and syncs it at its end",
@@ -123,7 +121,7 @@ var redisOnly = map[string]string{
 	"enable-debug-command":              "bloomd has no DEBUG command",
 	"enable-module-command":             "bloomd's MODULE command only lists; it loads no module",
 	"loadmodule":                        "bloomd answers BF.* itself; no module is loaded",
-	"sanitize-dump-payload":             "bloomd has no RESTORE; the filters' LOADCHUNK commands check every chunk they load",
+	"sanitize-dump-payload":             "bloomd checks every RESTORE payload and LOADCHUNK chunk in full, whatever this says",
 	"acl-pubsub-default":                "bloomd gives new users no channels (resetchannels); grant &* to the users that need them",
 	"active-expire-effort":              "bloomd's active expiry works as Redis's does at its default effort, 1",
 	"ignore-warnings":                   "bloomd checks for none of the kernel problems that Redis warns about",
@@ -183,7 +181,6 @@ var redisFixed = map[string]string{
 	"hz":                               "10",
 	"dynamic-hz":                       "no",
 	"stop-writes-on-bgsave-error":      "no",
-	"rdbchecksum":                      "yes",
 	"aof-load-truncated":               "yes",
 	"aof-use-rdb-preamble":             "yes",
 	"aof-timestamp-enabled":            "no",

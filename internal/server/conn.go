@@ -109,6 +109,8 @@ type Conn struct {
 	ps             *pubsub.Client // nil until the first subscription command
 	subs           atomic.Int32   // subscriptions, for CLIENT KILL TYPE pubsub
 	blocked        bool           // event loop: a blocking command (WAIT) awaits its reply
+	resume         [][]byte       // event loop: a command held for a key being migrated, to run when unblocked
+	rerun          bool           // the command about to run was held: MONITOR has seen it
 	outMu          sync.Mutex     // own goroutine: serialises writes to nc with writePushed
 	pushMu         sync.Mutex
 	pushed         []byte // under pushMu: bytes for the client from other goroutines
@@ -611,10 +613,12 @@ func (c *Conn) call(cmd *Command, args [][]byte) {
 	}
 	c.lastRun = cmd
 	c.pendingCmds++
-	if c.srv.monitors.Load() > 0 && cmd.Flags&(FlagAdmin|FlagNoMonitor) == 0 {
-		// As Redis: administrative commands are not shown, and secrets are redacted.
+	if c.srv.monitors.Load() > 0 && !c.rerun && cmd.Flags&(FlagAdmin|FlagNoMonitor) == 0 {
+		// As Redis: administrative commands are not shown, and secrets are redacted. A
+		// command held by a migration is shown once, not again when it runs.
 		c.srv.feedMonitors(c, cmd.shown(args))
 	}
+	c.rerun = false
 	// Time the call unless it repeats the connection's previous command and is not the
 	// sampleEvery-th of the run (see account).
 	timed := cmd != c.statCmd || c.untimed >= sampleEvery-1
@@ -624,6 +628,7 @@ func (c *Conn) call(cmd *Command, args [][]byte) {
 	}
 	errs := c.errs
 	c.newKey = nil
+	var held <-chan struct{} // a write to a key MIGRATE is moving (migrating.go)
 	switch {
 	case c.inExclusive:
 		cmd.Handler(c, args)
@@ -632,7 +637,9 @@ func (c *Conn) call(cmd *Command, args [][]byte) {
 		alone := func() {
 			c.inExclusive = true
 			defer func() { c.inExclusive = false }()
-			cmd.Handler(c, args)
+			if held = c.migrationHold(cmd, args); held == nil {
+				cmd.Handler(c, args)
+			}
 		}
 		if c.replApplier {
 			c.srv.gate.exclusive(alone)
@@ -642,11 +649,18 @@ func (c *Conn) call(cmd *Command, args [][]byte) {
 		}
 	case c.gs.entered || c.srv.gate.tryEnter(c.gs.slot) || c.replApplier && c.enterGate():
 		c.gs.entered = true
-		cmd.Handler(c, args)
+		if held = c.migrationHold(cmd, args); held == nil {
+			cmd.Handler(c, args)
+		}
 	case cmd.Flags&FlagAllowBusy != 0:
 		cmd.Handler(c, args) // touches no key: runs beside the busy script
 	default:
 		c.rejectCmd(cmd, errBusyScript)
+		return
+	}
+	if held != nil {
+		c.pendingCmds-- // counted when it runs
+		c.hold(held, cmd, args)
 		return
 	}
 	c.account(cmd, args, timed, start, errs)

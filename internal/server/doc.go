@@ -2,8 +2,9 @@
 // BF.* and CF.* commands exactly (package redisbloom holds the Bloom filters, bloom.Cuckoo the
 // cuckoo filters), with the Redis commands that
 // clients need around them: connection handshakes (HELLO, AUTH, CLIENT), keys (DEL, SCAN, TYPE,
-// RENAME, expiry), strings with the bitmap commands and hashes (internal/value; cmd_string.go,
-// cmd_bitmap.go, cmd_hash.go), transactions (MULTI/EXEC), keyspace notifications (notify.go),
+// RENAME, expiry, DUMP, RESTORE, MIGRATE), strings with the bitmap commands and hashes
+// (internal/value; cmd_string.go, cmd_bitmap.go, cmd_hash.go), transactions (MULTI/EXEC),
+// keyspace notifications (notify.go),
 // introspection (INFO, CONFIG, COMMAND). Command tables, error texts and limits follow Redis 7.0 and RedisBloom 2.6.28; where
 // bloomd differs on purpose, README.md's compatibility table says so.
 //
@@ -55,6 +56,11 @@
 // gate give up and are answered -BUSY (the allow_busy ones, SCRIPT KILL and SHUTDOWN NOSAVE
 // among them, run beside it), and a helper goroutine serves the caller's event loop meanwhile
 // (loop.serveBusy), so no client waits behind a script that does not end.
+//
+// MIGRATE moves keys without stopping the server: it marks them inside an exclusive instant,
+// sends them while other commands run, and deletes them once the target acknowledged; writes to
+// a marked key (and an EXEC or FLUSHALL that would touch it) wait meanwhile, on a connection that
+// stops being served as during WAIT, and run once the move ended (migrating.go, cmd_migrate.go).
 //
 // Cuckoo filters are the exception: an insertion moves fingerprints between buckets, so writes
 // to one cuckoo filter (CF.ADD, CF.INSERT, CF.DEL, CF.COMPACT, CF.LOADCHUNK) hold a mutex of its

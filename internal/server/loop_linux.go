@@ -589,6 +589,17 @@ func (lp *loop) process(c *Conn) {
 		c.prefetchBatch()
 	}
 	for len(c.out) == 0 && !c.closing && !c.blocked {
+		if c.resume != nil {
+			// A command held for a key being migrated runs before the requests behind it.
+			args := c.resume
+			c.resume, c.rerun = nil, true
+			c.execute(args)
+			if c.wait != nil {
+				lp.wait = c.wait
+				c.wait = nil
+			}
+			continue
+		}
 		args, err := c.rd.ReadBuffered()
 		if err != nil {
 			var pe *resp.ProtocolError

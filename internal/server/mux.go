@@ -39,6 +39,7 @@ const (
 	FlagAllowBusy       // answered while a script runs past busy-reply-threshold
 	FlagNoMandatoryKeys // COMMAND INFO's no_mandatory_keys
 	FlagMovableKeys     // COMMAND INFO's movablekeys: keys found from the arguments
+	FlagAsking          // allowed on a slot being imported after ASKING (RESTORE-ASKING)
 )
 
 var flagNames = []struct {
@@ -48,9 +49,9 @@ var flagNames = []struct {
 	// Redis 7's order (addReplyCommandFlags).
 	{FlagWrite, "write"}, {FlagReadonly, "readonly"}, {FlagDenyOOM, "denyoom"}, {FlagModule, "module"},
 	{FlagAdmin, "admin"}, {FlagNoScript, "noscript"}, {FlagLoading, "loading"}, {FlagStale, "stale"},
-	{FlagNoMonitor, "skip_monitor"}, {FlagNoSlowlog, "skip_slowlog"}, {FlagFast, "fast"}, {FlagNoAuth, "no_auth"},
-	{FlagNoMandatoryKeys, "no_mandatory_keys"}, {FlagNoMulti, "no_multi"}, {FlagMovableKeys, "movablekeys"},
-	{FlagAllowBusy, "allow_busy"},
+	{FlagNoMonitor, "skip_monitor"}, {FlagNoSlowlog, "skip_slowlog"}, {FlagAsking, "asking"}, {FlagFast, "fast"},
+	{FlagNoAuth, "no_auth"}, {FlagNoMandatoryKeys, "no_mandatory_keys"}, {FlagNoMulti, "no_multi"},
+	{FlagMovableKeys, "movablekeys"}, {FlagAllowBusy, "allow_busy"},
 }
 
 // A Command is one entry of the command table.

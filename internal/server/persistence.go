@@ -47,6 +47,7 @@ func (s *Server) openStore() error {
 		Save:                  cfg.Save,
 		AutoRewritePercentage: cfg.AutoAOFRewritePercent,
 		AutoRewriteMinSize:    cfg.AutoAOFRewriteMinSize,
+		RDB:                   cfg.rdbOptions(),
 		Logger:                s.log,
 		FsyncObserver: func(d time.Duration) {
 			s.stats.fsyncs.Observe(int64(d))
@@ -107,6 +108,15 @@ func (s *Server) applyPersist(old, next *Config) {
 	if old.AutoAOFRewritePercent != next.AutoAOFRewritePercent || old.AutoAOFRewriteMinSize != next.AutoAOFRewriteMinSize {
 		st.SetAutoRewrite(next.AutoAOFRewritePercent, next.AutoAOFRewriteMinSize)
 	}
+	if old.rdbOptions() != next.rdbOptions() {
+		st.SetRDB(next.rdbOptions())
+	}
+}
+
+// rdbOptions are the settings of RDB files, for the store.
+func (c *Config) rdbOptions() persist.RDBOptions {
+	return persist.RDBOptions{NoCompression: !c.RDBCompression, NoChecksum: !c.RDBChecksum,
+		SkipUnknown: c.RDBSkipUnknownTypes, RedisVersion: redisVersion}
 }
 
 // dataKeyspace is the server as the store sees it (persist.Keyspace): a place to load
@@ -229,6 +239,63 @@ func (k dataKeyspace) Cuckoo(key []byte, expire int64, header []byte) (*bloom.Cu
 	e.expire.Store(expire)
 	s.ks.insertLocked(sh, e)
 	return e.val.(*cuckooValue).cf, nil
+}
+
+// BuildFilter makes the filter at key with build, which decodes it from an RDB file into a chain
+// whose Reserve hook charges each sub-filter as BF.LOADCHUNK's header is charged.
+func (k dataKeyspace) BuildFilter(key []byte, expire int64, build func(*redisbloom.Options) (*redisbloom.Chain, error)) error {
+	s := k.s
+	sh, old := s.ks.lockShard(key)
+	defer sh.mu.Unlock()
+	if old != nil {
+		return fmt.Errorf("key %q appears twice", clipKey(key))
+	}
+	var buildErr error
+	e, msg := s.newBloomEntry(key, true, func(o *redisbloom.Options) (*redisbloom.Chain, error) {
+		ch, err := build(o)
+		buildErr = err
+		return ch, err
+	})
+	if e == nil {
+		return loadRefusal("filter", key, msg, buildErr)
+	}
+	e.expire.Store(expire)
+	s.ks.insertLocked(sh, e)
+	return nil
+}
+
+// BuildCuckoo is BuildFilter for a cuckoo filter.
+func (k dataKeyspace) BuildCuckoo(key []byte, expire int64, build func(*bloom.CuckooOptions) (*bloom.Cuckoo, error)) error {
+	s := k.s
+	sh, old := s.ks.lockShard(key)
+	defer sh.mu.Unlock()
+	if old != nil {
+		return fmt.Errorf("key %q appears twice", clipKey(key))
+	}
+	var buildErr error
+	e, msg := s.newCuckooEntry(key, true, 0, func(o *bloom.CuckooOptions) (*bloom.Cuckoo, error) {
+		cf, err := build(o)
+		buildErr = err
+		return cf, err
+	})
+	if e == nil {
+		return loadRefusal("cuckoo filter", key, msg, buildErr)
+	}
+	e.expire.Store(expire)
+	s.ks.insertLocked(sh, e)
+	return nil
+}
+
+// loadRefusal words a filter of a data file that the keyspace refused: for lack of memory an
+// error wrapping persist.ErrNoMemory with the sizes, for bad data the decoder's own error.
+func loadRefusal(what string, key []byte, msg string, buildErr error) error {
+	if _, ok := errors.AsType[*memRefusal](buildErr); ok || strings.HasPrefix(msg, "ERR Insufficient memory") || strings.HasPrefix(msg, "OOM") {
+		return fmt.Errorf("%w: %s %q: %s", persist.ErrNoMemory, what, clipKey(key), strings.TrimPrefix(msg, "ERR "))
+	}
+	if buildErr != nil {
+		return buildErr
+	}
+	return fmt.Errorf("%s %q: %s", what, clipKey(key), strings.TrimPrefix(msg, "ERR "))
 }
 
 // String sets key to value, which it keeps.

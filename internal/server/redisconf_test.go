@@ -26,7 +26,7 @@ func TestRedisConfSample(t *testing.T) {
 		t.Fatal(err)
 	}
 	if cfg.Port != 6390 || strings.Join(cfg.Bind, " ") != "127.0.0.1 -::1" || !cfg.ProtectedMode || !cfg.AppendOnly ||
-		cfg.AppendFsync.String() != "always" || cfg.DBFilename != "dump.rdb" || cfg.MaxClients != 500 {
+		cfg.AppendFsync.String() != "always" || cfg.DBFilename != "dump.rdb" || cfg.MaxClients != 500 || !cfg.RDBCompression {
 		t.Fatalf("settings: %+v", cfg)
 	}
 	if got, _ := cfg.Get("save"); got != "3600 1 300 100" {
@@ -34,7 +34,7 @@ func TestRedisConfSample(t *testing.T) {
 	}
 	// daemonize no and maxmemory-policy noeviction are bloomd's own values; tcp-keepalive and
 	// pidfile are settings of bloomd.
-	want := []string{"tcp-backlog", "databases", "rdbcompression", "hash-max-listpack-entries", "lazyfree-lazy-eviction"}
+	want := []string{"tcp-backlog", "databases", "hash-max-listpack-entries", "lazyfree-lazy-eviction"}
 	if got := ignoredNames(cfg); !slices.Equal(got, want) {
 		t.Fatalf("ignored settings %q, want %q", got, want)
 	}

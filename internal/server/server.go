@@ -18,6 +18,7 @@ import (
 	"github.com/bloomd/bloom/internal/filterconf"
 	"github.com/bloomd/bloom/internal/memlimit"
 	"github.com/bloomd/bloom/internal/metrics"
+	"github.com/bloomd/bloom/internal/migrate"
 	"github.com/bloomd/bloom/internal/outbuf"
 	"github.com/bloomd/bloom/internal/persist"
 	"github.com/bloomd/bloom/internal/protected"
@@ -92,6 +93,9 @@ type Server struct {
 	configFile   string      // the file the settings came from, for CONFIG REWRITE
 	runID        string
 
+	mig         migrations    // keys MIGRATE is moving, whose writes wait (migrating.go)
+	migratePool *migrate.Pool // MIGRATE's cached connections (cmd_migrate.go)
+
 	// dataLoading is set while the data files load: commands that may not run then are
 	// answered -LOADING.
 	dataLoading atomic.Bool
@@ -153,6 +157,7 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s.startRepl(&cfg)
+	s.migratePool = migrate.NewPool(s.repl.Dial)
 	if loopsSupported {
 		if err := s.startLoops(cfg.EventLoops); err != nil {
 			return nil, fmt.Errorf("server: event loops: %w", err)
@@ -445,6 +450,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 			ln.Close()
 		}
 		s.repl.Close()
+		s.migratePool.Close()
 	}
 	s.connsMu.Lock()
 	for c := range s.conns {
@@ -489,6 +495,7 @@ func (s *Server) cron() {
 		if sec := now.Unix(); sec != lastSec {
 			lastSec = sec
 			s.checkOutputLimits(now)
+			s.migratePool.CloseIdle() // as Redis's serverCron, once a second
 		}
 		if s.repl.IsReplica() {
 			continue // a replica's keys expire when its primary says so (DEL in the stream)
