@@ -232,6 +232,11 @@ func (t *Table) countCat(bm []uint64, i int) (on, off int) {
 	return on, off
 }
 
+// Range returns the first and last argument index and the step of the keys ks locates in a
+// command of n arguments (args[0] the command's name); first > last when it names none. The
+// cluster's routing reads every command's keys this way.
+func (ks *KeySpec) Range(n int) (first, last, step int) { return keyRange(ks, n) }
+
 // keyRange returns the first and last argument index and the step of key spec ks for a command
 // of n arguments; first > last when the spec names no argument.
 func keyRange(ks *KeySpec, n int) (first, last, step int) {

@@ -219,8 +219,11 @@ func (b *Bus) read(bc *busConn, l *Link) {
 	for {
 		frame, err := ReadFrame(bc.nc, buf, b.MaxMessage)
 		if err != nil {
-			if errors.Is(err, ErrMalformed) {
+			switch {
+			case errors.Is(err, ErrMalformed):
 				b.Log.Warn("bad message length or signature received from the cluster bus; closing the link", "from", bc.RemoteIP(), "err", err)
+			case errors.Is(err, io.ErrUnexpectedEOF):
+				b.Log.Warn("cluster bus connection closed in the middle of a message", "from", bc.RemoteIP())
 			}
 			bc.Close()
 			if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {

@@ -279,6 +279,13 @@ func (c *Cluster) Myself() NodeID {
 	return c.myself.name
 }
 
+// Connections returns the number of bus connections Redis counts for INFO: two per other node.
+func (c *Cluster) Connections() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return (len(c.nodes) - 1) * 2
+}
+
 // BusPort returns the port the bus listens on.
 func (c *Cluster) BusPort() int { return c.cfg.BusPort(c.opt.Port) }
 

@@ -48,6 +48,12 @@ func (c *Cluster) Command(w *resp.Writer, args [][]byte, flush func()) {
 		}
 		return
 	}
+	// The subcommands whose arity is open-ended in the command table take a bounded number of
+	// arguments; more is Redis's generic error.
+	if n := len(args); sub == "meet" && n > 5 || (sub == "failover" || sub == "reset") && n > 3 {
+		w.Error("ERR unknown subcommand or wrong number of arguments for '" + cString(args[1], 128) + "'. Try CLUSTER HELP.")
+		return
+	}
 	c.lockEvent()
 	needFlush := false
 	defer func() {
