@@ -28,7 +28,7 @@ func TestReshardFilterUnderLoad(t *testing.T) {
 	}
 	var nodes []*pnode
 	for range 3 {
-		nodes = append(nodes, startBloomdNode(t, 2000, "proto-max-bulk-len 2gb"))
+		nodes = append(nodes, startBloomdNode(t, 2000, "proto-max-bulk-len 2047mb"))
 	}
 	create(t, nodes, 0)
 	src, dst := nodes[0], nodes[1]
