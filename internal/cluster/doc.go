@@ -80,9 +80,29 @@
 // slot in motion, ASKING on the importing node, READONLY on a replica, -CLUSTERDOWN with
 // cluster-allow-reads-when-down (TestRouteCheck).
 //
+// # In bloomd
+//
+// internal/server makes a node of bloomd with cluster-enabled yes: the settings, the CLUSTER
+// command (its replies and errors equal a redis-server 7.0 node's, TestClusterTranscript), the
+// routing of every command's keys by its key specs before it runs or is queued, a transaction's
+// keys together at EXEC (a session of redirections equal on two-node Redis and bloomd clusters,
+// TestClusterRoutingMatchesRedis), the keys of each slot, PUBLISH over the bus, and the Host.
+// Real processes on loopback prove the whole: redis-cli --cluster create and check of six
+// bloomd nodes, with go-redis's ClusterClient and redis-py's RedisCluster adding to and testing
+// filters in every slot, READONLY on a replica (TestCreateSixBloomdNodes); three redis-server and
+// three bloomd nodes in one cluster, each seeing every other as a healthy peer, PUBLISH both ways
+// (TestMixedCluster); kill -9 of a primary under a load of adds each followed by WAIT 1: the
+// replica elected and promoted within the node timeout and a few seconds, no acknowledged add
+// lost (TestFailoverUnderLoad); CLUSTER FAILOVER under load, no failure flagged, no answered add
+// lost (TestManualFailoverUnderLoad); garbage, truncated, oversized, unknown and forged messages
+// on the bus, each logged, the node unharmed and its view unchanged (TestHostileBusTraffic).
+// Moving keys between nodes (TestMixedClusterReshard, TestReshardFilterUnderLoad) needs MIGRATE,
+// and skips until bloomd has it.
+//
 // # Not supported
 //
-// TLS on the bus (tls-cluster) and module messages. The commands that Redis 7.2 added
-// (CLUSTER MYSHARDID, the shard-ID and forgotten-node ping extensions) are not in 7.0, and not
-// here; a 7.2 node's extensions are logged and ignored, as a 7.0 node does.
+// TLS on the bus (tls-cluster), module messages, and shard channels (SPUBLISH, SSUBSCRIBE: a
+// PUBLISHSHARD message is delivered to the node's subscribers as a PUBLISH is). The commands
+// that Redis 7.2 added (CLUSTER MYSHARDID, the shard-ID and forgotten-node ping extensions) are
+// not in 7.0, and not here; a 7.2 node's extensions are logged and ignored, as a 7.0 node does.
 package cluster
