@@ -361,3 +361,22 @@ func TestSimForget(t *testing.T) {
 		t.Errorf("the forged message was not logged")
 	}
 }
+
+// TestSimVerifyData: keys loaded at start in a slot without owner make this node its owner;
+// keys in a slot another node owns put the slot in importing state, for redis-cli --cluster fix.
+func TestSimVerifyData(t *testing.T) {
+	net := newSimNet(t, 13)
+	nodes := net.create(3, 0, nil)
+	a := nodes[0]
+	a.ok("DELSLOTS", "5")
+	a.host.keys[5] = 3
+	a.host.keys[6000] = 2 // node 1's
+	a.c.VerifyData()
+	if a.ownerOf(5) != a.id() {
+		t.Errorf("slot 5, with keys and no owner, is %q's", a.ownerOf(5))
+	}
+	line := a.nodeLine(a.id())
+	if !strings.Contains(strings.Join(line, " "), "[6000-<-"+nodes[1].id()+"]") {
+		t.Errorf("slot 6000 not importing from its owner: %v", line)
+	}
+}

@@ -234,3 +234,91 @@ func TestClusterRoutingMatchesRedis(t *testing.T) {
 		}
 	}
 }
+
+// waitUntil polls ok every 50 ms for at most d.
+func waitUntil(t *testing.T, d time.Duration, what string, ok func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !ok() {
+		if time.Now().After(deadline) {
+			t.Fatalf("not %s within %v", what, d)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestClusterLostSlotKeysDeleted: when another node takes a slot with a greater config epoch
+// while this primary still holds keys there (and other slots), the keys are deleted, each
+// journaled as a DEL, as Redis's delKeysInSlot does.
+func TestClusterLostSlotKeysDeleted(t *testing.T) {
+	j := &recordingJournal{}
+	sa := startClusterServer(t, func(cfg *Config) { cfg.Journal = j })
+	sb := startClusterServer(t, nil)
+	a, b := &routeNode{addr: sa.addr(), c: dial(t, sa.addr())}, &routeNode{addr: sb.addr(), c: dial(t, sb.addr())}
+	twoNodeCluster(t, a, b)
+	for i := range 5 {
+		if v := a.do(t, "SET", "{b}"+strconv.Itoa(i), "v"); v.Text() != "OK" { // slot 3300
+			t.Fatalf("SET: %v", v)
+		}
+	}
+	a.do(t, "SET", "{c}0", "v") // slot 7365, stays
+	// The second node claims slot 3300 with a newer epoch.
+	b.do(t, "CLUSTER", "SETSLOT", "3300", "NODE", b.do(t, "CLUSTER", "MYID").Text())
+	b.do(t, "CLUSTER", "BUMPEPOCH")
+	waitUntil(t, 10*time.Second, "the first node losing slot 3300's keys", func() bool {
+		return a.do(t, "CLUSTER", "COUNTKEYSINSLOT", "3300").Int == 0
+	})
+	if n := a.do(t, "DBSIZE").Int; n != 1 {
+		t.Errorf("DBSIZE %d after losing a slot, want the other slot's key", n)
+	}
+	if v := a.do(t, "GET", "{b}0"); !strings.HasPrefix(v.Text(), "MOVED 3300 ") {
+		t.Errorf("GET of a lost key: %v", v)
+	}
+	dels := 0
+	for _, rec := range j.snapshot() {
+		if len(rec) == 2 && string(rec[0]) == "DEL" && strings.HasPrefix(string(rec[1]), "{b}") {
+			dels++
+		}
+	}
+	if dels != 5 {
+		t.Errorf("%d DEL records journaled for the 5 keys of the lost slot", dels)
+	}
+}
+
+// TestClusterResetReplica: CLUSTER RESET of a replica makes it an empty primary that knows no
+// other node.
+func TestClusterResetReplica(t *testing.T) {
+	sa, sb := startClusterServer(t, nil), startClusterServer(t, nil)
+	a, b := &routeNode{addr: sa.addr(), c: dial(t, sa.addr())}, &routeNode{addr: sb.addr(), c: dial(t, sb.addr())}
+	a.do(t, "CLUSTER", "ADDSLOTSRANGE", "0", "16383")
+	_, bport, _ := net.SplitHostPort(b.addr)
+	bus := strings.Fields(b.do(t, "CLUSTER", "NODES").Text())[1]
+	a.do(t, "CLUSTER", "MEET", "127.0.0.1", bport, bus[strings.IndexByte(bus, '@')+1:])
+	ida := a.do(t, "CLUSTER", "MYID").Text()
+	waitUntil(t, 10*time.Second, "the nodes meeting", func() bool { return strings.Contains(b.do(t, "CLUSTER", "NODES").Text(), ida) })
+	if v := b.do(t, "CLUSTER", "REPLICATE", ida); v.Text() != "OK" {
+		t.Fatalf("CLUSTER REPLICATE: %v", v)
+	}
+	waitUntil(t, 10*time.Second, "the cluster ok", func() bool {
+		return strings.Contains(a.do(t, "CLUSTER", "INFO").Text(), "cluster_state:ok")
+	})
+	for i := range 10 {
+		a.do(t, "SET", "k"+strconv.Itoa(i), "v")
+	}
+	waitUntil(t, 10*time.Second, "the replica holding the keys", func() bool { return b.do(t, "DBSIZE").Int == 10 })
+	if v := b.do(t, "CLUSTER", "RESET"); v.Text() != "OK" {
+		t.Fatalf("CLUSTER RESET: %v", v)
+	}
+	if n := b.do(t, "DBSIZE").Int; n != 0 {
+		t.Errorf("a reset replica keeps %d keys", n)
+	}
+	if r := b.do(t, "ROLE"); r.Elems[0].Text() != "master" {
+		t.Errorf("ROLE after CLUSTER RESET: %v", r)
+	}
+	if n := b.do(t, "CLUSTER", "INFO").Text(); !strings.Contains(n, "cluster_known_nodes:1") {
+		t.Errorf("after CLUSTER RESET:\n%s", n)
+	}
+	if v := a.do(t, "CLUSTER", "RESET"); !strings.Contains(v.Text(), "master nodes containing keys") {
+		t.Errorf("CLUSTER RESET of a primary with keys: %v", v)
+	}
+}
