@@ -238,6 +238,38 @@ func (c *Conn) clusterCheck(cmd *Command, args [][]byte, asking bool) bool {
 	return true
 }
 
+// scriptRoute checks a command that a script runs on a cluster node (Redis 7.0's
+// scriptVerifyClusterState): its keys must be served here, as the calling client's ASKING and
+// READONLY allow, and, unless the script allows cross-slot keys, in one slot with every other
+// key the script touched (slot, -1 until the first). It returns the error, without "ERR ", or
+// "". The script engine calls it for each redis.call when the server is a cluster node and the
+// caller is not the primary's stream or the data files.
+func (s *Server) scriptRoute(cmd *Command, args [][]byte, asking, readOnly, allowCrossSlot bool, slot *int) string {
+	var q cluster.Query
+	addKeys(&q, cmd, args)
+	kind := cluster.CommandKind{Write: isWrite(cmd), Asking: asking, ReadOnly: readOnly}
+	msg := s.cluster.Route().Check(&q, kind, func(key []byte) bool {
+		e := s.ks.lookup(key)
+		return e != nil && !s.ks.expired(e, -1)
+	})
+	switch {
+	case msg == "CLUSTERDOWN The cluster is down and only accepts read commands":
+		return "Script attempted to execute a write command while the cluster is down and readonly"
+	case msg == "CLUSTERDOWN The cluster is down":
+		return "Script attempted to execute a command while the cluster is down"
+	case msg != "":
+		return "Script attempted to access a non local key in a cluster node"
+	}
+	if q.Len() > 0 && !allowCrossSlot {
+		if *slot == -1 {
+			*slot = q.Slot()
+		} else if *slot != q.Slot() {
+			return "Script attempted to access keys that do not hash to the same slot"
+		}
+	}
+	return ""
+}
+
 func registerCluster(mx *Mux) {
 	container := &Command{Name: "cluster", Arity: -2, Since: "3.0.0", Group: "cluster", Summary: "A container for cluster commands", Subcommands: map[string]*Command{}}
 	mx.Handle(container)

@@ -322,3 +322,36 @@ func TestClusterResetReplica(t *testing.T) {
 		t.Errorf("CLUSTER RESET of a primary with keys: %v", v)
 	}
 }
+
+// TestScriptRoute checks the cluster rules for the commands a script runs (Redis 7.0's
+// scriptVerifyClusterState and its messages), for the script engine to call: keys served
+// elsewhere, keys of two slots, the cluster down.
+func TestScriptRoute(t *testing.T) {
+	sa, sb := startClusterServer(t, nil), startClusterServer(t, nil)
+	a, b := &routeNode{addr: sa.addr(), c: dial(t, sa.addr())}, &routeNode{addr: sb.addr(), c: dial(t, sb.addr())}
+	twoNodeCluster(t, a, b)
+	get, set := sa.mux.Lookup([]byte("get")), sa.mux.Lookup([]byte("set"))
+	argv := func(s ...string) [][]byte {
+		out := make([][]byte, len(s))
+		for i, x := range s {
+			out[i] = []byte(x)
+		}
+		return out
+	}
+	slot := -1
+	if msg := sa.scriptRoute(get, argv("GET", "{b}1"), false, false, false, &slot); msg != "" || slot != 3300 {
+		t.Errorf("a local key: %q, slot %d", msg, slot)
+	}
+	if msg := sa.scriptRoute(get, argv("GET", "{c}1"), false, false, false, &slot); msg != "Script attempted to access keys that do not hash to the same slot" {
+		t.Errorf("a second slot: %q", msg)
+	}
+	if msg := sa.scriptRoute(get, argv("GET", "{c}1"), false, false, true, &slot); msg != "" {
+		t.Errorf("a second slot with allow-cross-slot-keys: %q", msg)
+	}
+	if msg := sa.scriptRoute(set, argv("SET", "{a}1", "v"), false, false, false, &slot); msg != "Script attempted to access a non local key in a cluster node" {
+		t.Errorf("a key of the other node: %q", msg)
+	}
+	if msg := sa.scriptRoute(sa.mux.Lookup([]byte("ping")), argv("PING"), false, false, false, &slot); msg != "" {
+		t.Errorf("a command without keys: %q", msg)
+	}
+}
