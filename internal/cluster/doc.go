@@ -22,6 +22,15 @@
 // its buffer only as bytes arrive, so a length that lies costs no memory. MODULE messages are
 // read and dropped: bloomd loads no modules, so it is the Redis node without the module.
 //
+// Names, addresses and hostnames from the bus end up in CLUSTER NODES and the nodes file, one
+// line per node of blank-separated fields. Redis takes them as they come, so a node that gossips
+// a name with a blank or an address with a newline can leave a nodes file that no longer loads;
+// bloomd refuses a message whose sender is not a node ID or whose announced address is not an IP
+// address, skips such gossip sections, drops a hostname Redis would not accept as
+// cluster-announce-hostname, and never takes the myself flag from gossip (TestSimMalformedNames).
+// Whatever a message says, the node does not panic and its nodes file stays loadable
+// (FuzzReceive).
+//
 // # The state machine
 //
 // A Cluster is the cluster as one node sees it, and follows clusterProcessPacket, clusterCron

@@ -3,6 +3,7 @@ package cluster
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"net"
 )
 
@@ -137,6 +138,17 @@ func (c *Cluster) senderOf(l *Link, m *Message) *node {
 func (c *Cluster) process(l *Link, m *Message) {
 	now := c.now()
 	c.statsReceived[m.Type]++
+	// Names and addresses end up in CLUSTER NODES and the nodes file, one line per node with
+	// blank-separated fields: a message whose sender's name or announced address could not be
+	// written there is refused (Redis takes them as they come).
+	if !validNodeID(m.Sender[:]) {
+		c.logBad(l, "ignoring a cluster bus message whose sender is not a node ID", "type", m.Type.String(), "sender", fmt.Sprintf("%q", m.Sender[:]))
+		return
+	}
+	if m.MyIP[0] != 0 && net.ParseIP(m.MyIP.String()) == nil {
+		c.logBad(l, "ignoring a cluster bus message announcing an address that is not an IP address", "type", m.Type.String(), "ip", fmt.Sprintf("%q", m.MyIP.String()))
+		return
+	}
 	sender := c.senderOf(l, m)
 	if sender != nil {
 		sender.dataReceived = now
@@ -413,7 +425,11 @@ func (c *Cluster) processGossip(m *Message, l *Link, sender *node) {
 	now := c.now()
 	for i := range m.Gossip {
 		g := &m.Gossip[i]
-		flags := int(g.Flags)
+		flags := int(g.Flags) &^ (FlagMyself | FlagMeet) // only this node is myself
+		if !validNodeID(g.Node[:]) || g.IP[0] != 0 && net.ParseIP(g.IP.String()) == nil {
+			c.logBad(l, "ignoring a gossip section with a malformed node ID or address", "node", fmt.Sprintf("%q", g.Node[:]), "ip", fmt.Sprintf("%q", g.IP.String()))
+			continue
+		}
 		n := c.lookup(g.Node[:])
 		if n == nil {
 			// A node we do not know, with an address, from a node we know: add it by name.
@@ -466,6 +482,9 @@ func (c *Cluster) processPingExt(m *Message, sender *node) {
 		}
 	}
 	if !ok {
+		h = ""
+	} else if err := validHostname(h); err != nil {
+		c.log.Warn("ignoring a malformed announced hostname", "from", sender.name.String(), "hostname", fmt.Sprintf("%q", h), "err", err)
 		h = ""
 	}
 	if sender.hostname != h {

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"encoding/binary"
 	"strconv"
 	"strings"
 	"testing"
@@ -343,7 +344,7 @@ func TestSimForget(t *testing.T) {
 		forged.MySlots.Set(i)
 	}
 	// A new connection from the forgotten node.
-	l := nodes[1].c.Accept(&simConn{net: net, owner: nodes[1], connected: true, peer: &simConn{net: net, owner: extra}})
+	l := nodes[1].c.Accept(&simConn{net: net, owner: nodes[1], connected: true, peer: &simConn{net: net, owner: extra, closed: true}})
 	nodes[1].c.Receive(l, forged.Append(nil))
 	for _, typ := range []MsgType{MsgFail, MsgUpdate, MsgFailoverAuthRequest} {
 		m := *forged
@@ -379,4 +380,114 @@ func TestSimVerifyData(t *testing.T) {
 	if !strings.Contains(strings.Join(line, " "), "[6000-<-"+nodes[1].id()+"]") {
 		t.Errorf("slot 6000 not importing from its owner: %v", line)
 	}
+}
+
+// TestSimMalformedNames: a known node's message carrying gossip about a node with a malformed ID
+// or address, or a hostname that could not be written in the nodes file, and a MEET from a
+// sender whose ID is not one, leave CLUSTER NODES well formed and the nodes file loadable.
+func TestSimMalformedNames(t *testing.T) {
+	net := newSimNet(t, 14)
+	nodes := net.create(3, 0, nil)
+	net.run(2000)
+	a, b := nodes[0], nodes[1]
+	var l *Link
+	a.c.mu.Lock()
+	for _, n := range a.c.order {
+		if n.name.String() == b.id() {
+			l = n.inLink
+		}
+	}
+	a.c.mu.Unlock()
+	if l == nil {
+		t.Fatal("no link from node 1")
+	}
+	m := &Message{Type: MsgPing, Port: uint16(b.port), CPort: uint16(b.port + portIncr), Flags: FlagMaster, ConfigEpoch: 2}
+	copy(m.Sender[:], b.id())
+	for _, g := range []struct{ name, ip string }{
+		{"this is not a node ID at all, not at al", "127.0.0.1"},
+		{strings.Repeat("a", NameLen), "127.0.0.1\nfake line"},
+		{strings.Repeat("b", NameLen), "1.2.3.4 5"},
+	} {
+		var e Gossip
+		copy(e.Node[:], g.name)
+		copy(e.IP[:], g.ip)
+		e.Port, e.CPort, e.Flags = 1, 2, FlagMaster|FlagMyself
+		m.Gossip = append(m.Gossip, e)
+	}
+	m.SetHostname("evil\nhost name")
+	for i := range Slots {
+		if b.host.node.c.Route().Serves(i, false) {
+			m.MySlots.Set(i)
+		}
+	}
+	a.c.Receive(l, m.Append(nil))
+	meet := &Message{Type: MsgMeet, Port: 9, CPort: 10}
+	copy(meet.Sender[:], "NOT-A-NODE-ID"+strings.Repeat("!", NameLen-13))
+	l2 := a.c.Accept(&simConn{net: net, owner: a, connected: true, peer: &simConn{net: net, owner: b, closed: true}})
+	a.c.Receive(l2, meet.Append(nil))
+	net.run(1000)
+	text := a.do("NODES").Text()
+	if got := strings.Count(text, "\n"); got != 3 {
+		t.Errorf("CLUSTER NODES has %d lines:\n%s", got, text)
+	}
+	if strings.Count(text, "myself") != 1 || strings.Contains(text, "evil") {
+		t.Errorf("CLUSTER NODES:\n%s", text)
+	}
+	for _, want := range []string{"malformed node ID or address", "malformed announced hostname", "sender is not a node ID"} {
+		if !strings.Contains(a.logText(), want) {
+			t.Errorf("the log does not say %q", want)
+		}
+	}
+	a.kill()
+	a.restart()
+	if got := a.info("cluster_known_nodes"); got != "3" {
+		t.Errorf("after a restart from its nodes file the node knows %s nodes", got)
+	}
+}
+
+// FuzzReceive feeds arbitrary messages to a node of a simulated three-node cluster, on the link
+// of a node it knows and on a new connection, with the signature, length and version made
+// right and, half the time, a known node's name as the sender: whatever they say, the node must
+// not panic, and its nodes file must stay loadable.
+func FuzzReceive(f *testing.F) {
+	for _, b := range golden(f) {
+		f.Add(b, true)
+	}
+	net := newSimNet(f, 15)
+	nodes := net.create(3, 0, nil)
+	net.run(2000)
+	a, b := nodes[0], nodes[1]
+	var known *Link
+	a.c.mu.Lock()
+	for _, n := range a.c.order {
+		if n.name.String() == b.id() {
+			known = n.inLink
+		}
+	}
+	a.c.mu.Unlock()
+	f.Fuzz(func(t *testing.T, msg []byte, asKnown bool) {
+		if len(msg) < HeaderLen {
+			return
+		}
+		msg = append([]byte(nil), msg...)
+		copy(msg, "RCmb")
+		binary.BigEndian.PutUint32(msg[offTotlen:], uint32(len(msg)))
+		binary.BigEndian.PutUint16(msg[offVer:], ProtoVersion)
+		if asKnown {
+			copy(msg[offSender:], b.id())
+		}
+		if known != nil && !known.freed {
+			a.c.Receive(known, msg)
+		}
+		l := a.c.Accept(&simConn{net: net, owner: a, connected: true, peer: &simConn{net: net, owner: b, closed: true}})
+		a.c.Receive(l, msg)
+		net.run(10)
+		a.c.mu.Lock()
+		text := string(a.c.configText())
+		a.c.mu.Unlock()
+		c := &Cluster{nodes: map[NodeID]*node{}, blacklist: map[NodeID]int64{}, env: simEnv{a}, log: a.c.log}
+		if err := c.parseConfig(strings.NewReader(text), "fuzzed"); err != nil {
+			t.Fatalf("the nodes file no longer loads: %v\n%s", err, text)
+		}
+	})
 }
