@@ -3,6 +3,7 @@ package cluster
 import (
 	"errors"
 	"fmt"
+	"net"
 )
 
 // Config holds a node's cluster settings, with redis.conf's names.
@@ -78,6 +79,9 @@ func (c *Config) Validate() error {
 	case "ip", "hostname", "unknown-endpoint":
 	default:
 		return fmt.Errorf("cluster: cluster-preferred-endpoint-type must be ip, hostname or unknown-endpoint, not %q", c.PreferredEndpoint)
+	}
+	if c.AnnounceIP != "" && net.ParseIP(c.AnnounceIP) == nil {
+		return fmt.Errorf("cluster: cluster-announce-ip %q is not an IP address", c.AnnounceIP)
 	}
 	if err := validHostname(c.AnnounceHostname); err != nil {
 		return fmt.Errorf("cluster: cluster-announce-hostname: %w", err)

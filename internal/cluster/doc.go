@@ -104,7 +104,10 @@
 // replica elected and promoted within the node timeout and a few seconds, no acknowledged add
 // lost (TestFailoverUnderLoad); CLUSTER FAILOVER under load, no failure flagged, no answered add
 // lost (TestManualFailoverUnderLoad); garbage, truncated, oversized, unknown and forged messages
-// on the bus, each logged, the node unharmed and its view unchanged (TestHostileBusTraffic).
+// on the bus, each logged, the node unharmed and its view unchanged (TestHostileBusTraffic);
+// in a cluster of two redis-server and two bloomd primaries with a replica each, a killed
+// bloomd primary is replaced with the Redis primaries' votes and a killed Redis primary with the
+// bloomd primaries' (TestMixedFailover).
 // Moving keys between nodes (TestMixedClusterReshard, TestReshardFilterUnderLoad) needs MIGRATE,
 // and skips until bloomd has it.
 //

@@ -3,6 +3,7 @@ package server
 import (
 	"errors"
 	"math"
+	"net"
 	"strconv"
 	"strings"
 
@@ -44,7 +45,13 @@ func init() {
 			return nil
 		}},
 		param{"cluster-port", false, integer(func(c *cluster.Config) *int { return &c.Port }), setInt(func(c *cluster.Config) *int { return &c.Port }, 0, 65535)},
-		param{"cluster-announce-ip", true, func(c *Config) string { return c.Cluster.AnnounceIP }, func(c *Config, v string) error { c.Cluster.AnnounceIP = v; return nil }},
+		param{"cluster-announce-ip", true, func(c *Config) string { return c.Cluster.AnnounceIP }, func(c *Config, v string) error {
+			if v != "" && net.ParseIP(v) == nil {
+				return errors.New("must be an IP address")
+			}
+			c.Cluster.AnnounceIP = v
+			return nil
+		}},
 		param{"cluster-announce-port", true, integer(func(c *cluster.Config) *int { return &c.AnnouncePort }), setInt(func(c *cluster.Config) *int { return &c.AnnouncePort }, 0, 65535)},
 		param{"cluster-announce-bus-port", true, integer(func(c *cluster.Config) *int { return &c.AnnounceBusPort }), setInt(func(c *cluster.Config) *int { return &c.AnnounceBusPort }, 0, 65535)},
 		param{"cluster-announce-tls-port", true, integer(func(c *cluster.Config) *int { return &c.AnnounceTLSPort }), setInt(func(c *cluster.Config) *int { return &c.AnnounceTLSPort }, 0, 65535)},
