@@ -153,7 +153,8 @@ func isWrite(cmd *Command) bool { return cmd.Flags&(FlagWrite|FlagChangesData) !
 func (c *Conn) clusterRoute(cmd *Command, args [][]byte, asking bool) string {
 	q := &c.cq
 	q.Reset()
-	kind := cluster.CommandKind{Asking: asking, ReadOnly: c.readonlyCluster}
+	// RESTORE-ASKING, which a migrating node sends, counts as asked (Redis's CMD_ASKING).
+	kind := cluster.CommandKind{Asking: asking || cmd.Name == "restore-asking", ReadOnly: c.readonlyCluster}
 	if cmd.Name == "exec" {
 		if c.multi == nil {
 			return ""
