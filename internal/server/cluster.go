@@ -169,6 +169,9 @@ func (c *Conn) clusterRoute(cmd *Command, args [][]byte, asking bool) string {
 		kind.Migrate = cmd.Name == "migrate"
 	}
 	msg := c.srv.cluster.Route().Check(q, kind, c.keyHere)
+	if q.Len() > 0 {
+		c.clusterSlot = q.Slot()
+	}
 	q.Reset() // the keys alias args
 	return msg
 }
@@ -267,6 +270,22 @@ func (s *Server) scriptRoute(cmd *Command, args [][]byte, asking, readOnly, allo
 		} else if *slot != q.Slot() {
 			return "Script attempted to access keys that do not hash to the same slot"
 		}
+	}
+	return ""
+}
+
+// scriptClusterCheck is scriptRoute for a command that a script called by c runs (the script
+// engine's hook, before it runs each command of a script): nothing to check for the primary's
+// stream or the data files, or outside cluster mode. slot is the script's slot so far: start it
+// at c.clusterSlot (its declared keys' slot, -1 if none). allowCrossSlot is the script's
+// allow-cross-slot-keys flag, and is set for scripts without a shebang, as Redis sets it. It
+// returns Redis's error reply ("ERR Script attempted ...") or "".
+func (c *Conn) scriptClusterCheck(cmd *Command, args [][]byte, allowCrossSlot bool, slot *int) string {
+	if c.srv.cluster == nil || c.replApplier {
+		return ""
+	}
+	if msg := c.srv.scriptRoute(cmd, args, c.clusterAsking, c.readonlyCluster, allowCrossSlot, slot); msg != "" {
+		return "ERR " + msg
 	}
 	return ""
 }

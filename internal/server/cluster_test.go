@@ -184,6 +184,18 @@ var routingScript = []string{
 	"@b ASKING", "@b MULTI", "@b GET {b}x", "@b DISCARD", "@b GET {b}x",
 	"CLUSTER SETSLOT 3300 STABLE", "@b CLUSTER SETSLOT 3300 STABLE",
 	"READONLY", "GET {a}1", "READWRITE", "GET {a}1",
+	// Scripts (when the server has them): their declared keys are routed like any command's,
+	// and the keys their commands touch must be here and, unless allow-cross-slot-keys (or
+	// without a shebang), in one slot. "~" stands for a blank, "\n" for a newline.
+	"EVAL return~redis.call('GET',KEYS[1]) 1 {b}1", "EVAL return~1 1 {a}1", "EVAL return~1 2 {b}1 {c}1",
+	"EVAL return~redis.call('GET','{c}1') 1 {b}1", "EVAL return~redis.call('GET','{a}1') 0",
+	"EVAL return~redis.call('GET','{b}1')..redis.call('GET','{c}1') 0",
+	"EVAL #!lua~flags=allow-cross-slot-keys\\nreturn~redis.call('GET','{b}1')..redis.call('GET','{c}1') 0",
+	"EVAL #!lua~flags=no-cluster\\nreturn~1 0",
+	"EVAL #!lua\\nredis.call('GET','{b}1')~return~redis.call('GET','{c}1') 0",
+	"EVAL #!lua\\nreturn~redis.call('GET','{c}1') 1 {b}1",
+	"EVAL #!lua\\nreturn~redis.call('GET','{a}1') 0",
+	"EVAL_RO return~redis.call('GET',KEYS[1]) 1 {a}1",
 }
 
 // TestClusterRoutingMatchesRedis runs routingScript on a two-node bloomd cluster and on a
@@ -192,16 +204,27 @@ var routingScript = []string{
 // by <a> and <b>.
 func TestClusterRoutingMatchesRedis(t *testing.T) {
 	redistest.Require(t)
+	// The script lines wait for EVAL in bloomd.
+	scripts := startServer(t, nil).mux.Lookup([]byte("eval")) != nil
+	var lines []string
+	for _, line := range routingScript {
+		if scripts || !strings.Contains(line, "EVAL") {
+			lines = append(lines, line)
+		}
+	}
 	run := func(t *testing.T, a, b *routeNode) []string {
 		twoNodeCluster(t, a, b)
 		ida, idb := a.do(t, "CLUSTER", "MYID").Text(), b.do(t, "CLUSTER", "MYID").Text()
 		var out []string
-		for _, line := range routingScript {
+		for _, line := range lines {
 			n := a
 			if rest, ok := strings.CutPrefix(line, "@b "); ok {
 				n, line = b, rest
 			}
 			args := strings.Fields(strings.NewReplacer("<a>", ida, "<b>", idb).Replace(line))
+			for i, a := range args {
+				args[i] = strings.NewReplacer("~", " ", `\n`, "\n").Replace(a)
+			}
 			v := n.do(t, args...)
 			s := strings.NewReplacer(a.addr, "<a>", b.addr, "<b>", ida, "<ida>", idb, "<idb>").Replace(v.String())
 			out = append(out, line+" -> "+s)
@@ -230,7 +253,7 @@ func TestClusterRoutingMatchesRedis(t *testing.T) {
 	bloomd := run(t, bloomdNode(t), bloomdNode(t))
 	for i := range redis {
 		if redis[i] != bloomd[i] {
-			t.Errorf("%s\n  redis:  %s\n  bloomd: %s", routingScript[i], redis[i], bloomd[i])
+			t.Errorf("%s\n  redis:  %s\n  bloomd: %s", lines[i], redis[i], bloomd[i])
 		}
 	}
 }
@@ -353,5 +376,15 @@ func TestScriptRoute(t *testing.T) {
 	}
 	if msg := sa.scriptRoute(sa.mux.Lookup([]byte("ping")), argv("PING"), false, false, false, &slot); msg != "" {
 		t.Errorf("a command without keys: %q", msg)
+	}
+	// Through a caller: Redis's error replies; nothing for the primary's stream.
+	caller := sa.newConn(nil)
+	slot = -1
+	if msg := caller.scriptClusterCheck(set, argv("SET", "{a}1", "v"), false, &slot); msg != "ERR Script attempted to access a non local key in a cluster node" {
+		t.Errorf("through a client: %q", msg)
+	}
+	caller.replApplier = true
+	if msg := caller.scriptClusterCheck(set, argv("SET", "{a}1", "v"), false, &slot); msg != "" {
+		t.Errorf("through the primary's stream: %q", msg)
 	}
 }

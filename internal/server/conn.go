@@ -75,6 +75,8 @@ type Conn struct {
 	asking          bool
 	readonlyCluster bool
 	cq              cluster.Query
+	clusterSlot     int  // the slot of the running command's keys, -1 if none (for its script)
+	clusterAsking   bool // ASKING applies to the running command
 
 	batch *batchHashes // the event loop's (see prefetchBatch); nil without one
 
@@ -444,6 +446,7 @@ func (c *Conn) execute(args [][]byte) {
 		if asking && (c.multi == nil && cmd.Name != "multi" || cmd.Name == "exec" || cmd.Name == "discard") {
 			c.asking = false
 		}
+		c.clusterSlot, c.clusterAsking = -1, asking
 		if clusterKeyed(cmd) && c.clusterCheck(cmd, args, asking) {
 			return
 		}
