@@ -491,3 +491,74 @@ func FuzzReceive(f *testing.F) {
 		}
 	})
 }
+
+// TestSimReplicaNoFailover: a replica with cluster-replica-no-failover never takes over by
+// itself, and is flagged nofailover for the others; CLUSTER FAILOVER FORCE still promotes it.
+func TestSimReplicaNoFailover(t *testing.T) {
+	net := newSimNet(t, 16)
+	nodes := net.create(3, 3, nil)
+	r := nodes[3]
+	cfg := r.cfg
+	cfg.ReplicaNoFailover = true
+	r.c.SetConfig(cfg)
+	net.runUntil(5000, "the others seeing the nofailover flag", func() bool {
+		return strings.Contains(nodes[1].nodeLine(r.id())[2], "nofailover")
+	})
+	nodes[0].kill()
+	net.run(10000)
+	if f := r.nodeLine(r.id()); !strings.Contains(f[2], "slave") {
+		t.Fatalf("a nofailover replica took over: %v", f)
+	}
+	r.ok("FAILOVER", "FORCE")
+	net.runUntil(5000, "the forced failover", func() bool { return strings.Contains(r.nodeLine(r.id())[2], "master") })
+}
+
+// TestSimNoReplicaMigration: with cluster-allow-replica-migration no, no replica moves to an
+// orphaned primary.
+func TestSimNoReplicaMigration(t *testing.T) {
+	net := newSimNet(t, 7) // the seed of TestSimReplicaMigration, where a replica does move
+	cfg := DefaultConfig()
+	cfg.Enabled, cfg.NodeTimeout, cfg.AllowReplicaMigration = true, 1000, false
+	nodes := net.create(3, 4, &cfg)
+	net.run(2000)
+	nodes[4].kill()
+	net.run(15000)
+	for _, s := range []*simNode{nodes[3], nodes[6]} {
+		if f := s.nodeLine(s.id()); f[3] != nodes[0].id() {
+			t.Errorf("with cluster-allow-replica-migration no, replica %d moved to %s", s.idx, f[3])
+		}
+	}
+}
+
+// TestSimHostnames: a node's cluster-announce-hostname reaches the others, who show it in
+// CLUSTER NODES and, with cluster-preferred-endpoint-type hostname, redirect to it.
+func TestSimHostnames(t *testing.T) {
+	net := newSimNet(t, 17)
+	nodes := net.create(3, 0, nil)
+	b := nodes[1]
+	cfg := b.cfg
+	cfg.AnnounceHostname = "node-b.example"
+	b.c.SetConfig(cfg)
+	a := nodes[0]
+	net.runUntil(5000, "the hostname known", func() bool {
+		return strings.HasSuffix(a.nodeLine(b.id())[1], ",node-b.example")
+	})
+	acfg := a.cfg
+	acfg.PreferredEndpoint = "hostname"
+	a.c.SetConfig(acfg)
+	var q Query
+	q.Add([]byte("{c}x")) // slot 7365, node 1's
+	if got := a.c.Route().Check(&q, CommandKind{}, func([]byte) bool { return false }); got != "MOVED 7365 node-b.example:7001" {
+		t.Errorf("redirection with hostnames: %q", got)
+	}
+	// CLUSTER SLOTS: the hostname first, the IP in the map.
+	v := a.do("SLOTS")
+	for _, r := range v.Elems {
+		if r.Elems[0].Int == 5461 {
+			n := r.Elems[2]
+			if n.Elems[0].Text() != "node-b.example" || len(n.Elems[3].Elems) != 2 || n.Elems[3].Elems[1].Text() != "127.0.0.1" {
+				t.Errorf("CLUSTER SLOTS entry: %v", n)
+			}
+		}
+	}
+}
