@@ -57,9 +57,11 @@
 // (TestSimFailover), no FAIL without a majority (TestSimNoMajority), manual failover with the
 // primary paused and the replica caught up (TestSimManualFailover), TAKEOVER without a majority
 // (TestSimTakeover), epoch collisions (TestSimEpochCollision), replica migration and its
-// barrier (TestSimReplicaMigration), the validity factor (TestSimValidityFactor), coverage
-// (TestSimFullCoverage), and forgotten nodes kept out for a minute, their forged epochs ignored
-// and logged (TestSimForget).
+// barrier (TestSimReplicaMigration, TestSimNoReplicaMigration), the validity factor
+// (TestSimValidityFactor), cluster-replica-no-failover (TestSimReplicaNoFailover), coverage
+// (TestSimFullCoverage), announced hostnames (TestSimHostnames), keys loaded at start
+// reconciled with the slots (TestSimVerifyData), and forgotten nodes kept out for a minute,
+// their forged epochs ignored and logged (TestSimForget).
 //
 // Replication within a shard is the server's own (internal/repl): the Cluster tells its Host to
 // replicate a primary (CLUSTER REPLICATE, a failover's loser, replica migration) or to stop
