@@ -23,8 +23,9 @@
 # the new primary. ROUNDS rounds per timeout.
 #
 # Resharding: a filter of FILTER_MB MB (BF.RESERVE at 1% for that size) in the first slot of one
-# primary, moved with redis-cli --cluster reshard --cluster-slots 1 to another while a client
-# adds to it; the time of the reshard and MB/s. Needs MIGRATE in bloomd.
+# primary, moved with redis-cli --cluster reshard --cluster-slots 1 to another; the time of the
+# reshard and MB/s. (internal/cluster's TestReshardFilterUnderLoad moves one while clients add
+# to it, and checks every add.) Needs MIGRATE in bloomd.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . bench/lib.sh # $tmp, pids, cleanup at exit, freeport
@@ -144,7 +145,7 @@ if [ -z "$(redis-cli -p "${port[c1]}" COMMAND INFO MIGRATE)" ]; then
   echo "not measured: this bloomd has no MIGRATE"
 else
   capacity=$((FILTER_MB * 1048576 * 8 * 10 / 96))
-  redis-cli -p "${port[c1]}" BF.RESERVE "$own:big" 0.01 "$capacity" >/dev/null
+  redis-cli -p "${port[c1]}" BF.RESERVE "{$own}:big" 0.01 "$capacity" >/dev/null
   id1=$(redis-cli -p "${port[c1]}" CLUSTER MYID)
   id2=$(redis-cli -p "${port[c2]}" CLUSTER MYID)
   start_ns=$(date +%s%N)
