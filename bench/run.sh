@@ -37,6 +37,7 @@ sections=(
   "replication|3 min|a primary's CPU per BF.ADD with 0, 1 and 2 replicas"
   "monitoring|3 min|bloomd's CPU per BF.ADD with a /metrics scrape every second, and without"
   "acl|1 min|the permission check per command: the default user and a user with three key patterns"
+  "cluster|4 min, 1 GB|a three-primary cluster against one node, a redirection's cost, failover time, resharding a 1 GB filter"
 )
 
 usage() {
@@ -176,6 +177,7 @@ run_section() {
   replication) measure replication replication.txt gotest "$root/internal/repl" -bench PrimaryCPU -benchtime 200000x -count 6 ;;
   monitoring) measure monitoring monitoring.txt env N=300000 ROUNDS=4 "$bench/scrape.sh" ;;
   acl) measure acl acl-check.txt gotest "$root/internal/acl" -bench Check -benchtime 2000000x -count 6 ;;
+  cluster) measure cluster cluster.txt env N=1000000 ROUNDS=3 FILTER_MB=1024 "$bench/cluster.sh" ;;
   esac
 }
 
@@ -195,6 +197,7 @@ render_section() {
   replication) f=replication.txt ;;
   monitoring) f=monitoring.txt ;;
   acl) f=acl-check.txt ;;
+  cluster) f=cluster.txt ;;
   esac
   if [ ! -f "$results/$f" ]; then
     echo "bench/run.sh: $1: no bench/results/$f yet; run bench/run.sh $1" >&2
@@ -226,7 +229,7 @@ render_section() {
     bloomd | durability | memory | rdb)
       quote "$f"
       ;;
-    cuckoo-bloomd | monitoring)
+    cuckoo-bloomd | monitoring | cluster)
       echo '```'
       quote "$f"
       echo '```'

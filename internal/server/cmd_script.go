@@ -233,7 +233,7 @@ func (c *Conn) eval(args [][]byte, bySHA, ro bool) {
 	h := &scriptHost{s: s, caller: c, readOnly: ro || sc.Flags&script.FlagNoWrites != 0,
 		allowOOM:   sc.Flags&(script.FlagAllowOOM|script.FlagCompat) == script.FlagAllowOOM,
 		oomAtStart: s.overMaxmemory(), inTx: c.multiWrites != 0, sha: sc.SHA,
-		run: &scriptRun{obey: c.replApplier}}
+		run: &scriptRun{obey: c.replApplier}, slot: c.clusterSlot, crossSlot: sc.Flags&(script.FlagAllowCrossSlot|script.FlagCompat) != 0}
 	req.Host = h
 	var reply []byte
 	var msg string
@@ -311,6 +311,9 @@ func (c *Conn) scriptPrepare(flags script.Flags, ro bool) string {
 			return errMasterDown
 		}
 		return ""
+	}
+	if flags&script.FlagNoCluster != 0 && s.cluster != nil {
+		return "ERR Can not run script on cluster, 'no-cluster' flag is set."
 	}
 	if stale && flags&script.FlagAllowStale == 0 {
 		return "MASTERDOWN Link with MASTER is down, replica-serve-stale-data is set to 'no' and 'allow-stale' flag is not set on the script."
@@ -429,6 +432,8 @@ type scriptHost struct {
 	allowOOM   bool
 	oomAtStart bool
 	inTx       bool       // the caller runs EXEC: effects join its transaction
+	slot       int        // cluster mode: the slot of the keys used so far, -1 before any
+	crossSlot  bool       // allow-cross-slot-keys, or no shebang
 	effects    [][][]byte // the journal records of the script's writes
 	wait       func() error
 	woff       int64
@@ -491,6 +496,9 @@ func (h *scriptHost) Call(args [][]byte, proto int) ([]byte, string) {
 	}
 	if write && !h.run.willWrite() {
 		return nil, "ERR " + msgKilled
+	}
+	if msg := h.caller.scriptClusterCheck(cmd, args, h.crossSlot, &h.slot); msg != "" {
+		return nil, msg
 	}
 	sc.setProto(proto)
 	sc.call(cmd, args)

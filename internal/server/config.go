@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/bloomd/bloom/internal/cluster"
 	"github.com/bloomd/bloom/internal/filterconf"
 	"github.com/bloomd/bloom/internal/persist"
 	"github.com/bloomd/bloom/internal/pubsub"
@@ -93,6 +94,8 @@ type Config struct {
 	// Replication (internal/repl; see replication.go), with redis.conf's names.
 	ReplicaOf   string      // replicaof: "host port" of the primary; "" for a primary
 	Replication repl.Config // masterauth, replica-read-only, repl-backlog-size, ...
+	// Cluster holds the cluster-* settings (internal/cluster; see cluster.go).
+	Cluster cluster.Config
 
 	// Filters, if not nil, are the parameters of filters made without explicit ones and the
 	// per-filter size limits (bf-error-rate, ..., cf-max-filter-bytes; see config_filters.go).
@@ -159,6 +162,7 @@ func DefaultConfig() Config {
 		MetricsBind:          "127.0.0.1",
 		MetricsMaxFilters:    1000,
 		Replication:          repl.DefaultConfig(),
+		Cluster:              cluster.DefaultConfig(),
 	}
 }
 
@@ -394,7 +398,7 @@ func (c *Config) Validate() error {
 			return fmt.Errorf("server: %w", err)
 		}
 	}
-	return nil
+	return c.validateCluster()
 }
 
 // parseMemory parses a redis.conf memory amount: digits with an optional unit, k/m/g for powers

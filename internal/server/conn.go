@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/bloomd/bloom/internal/acl"
+	"github.com/bloomd/bloom/internal/cluster"
 	"github.com/bloomd/bloom/internal/pubsub"
 	"github.com/bloomd/bloom/internal/repl"
 	"github.com/bloomd/bloom/internal/resp"
@@ -71,6 +72,14 @@ type Conn struct {
 	newKey      []byte   // a key the command created, whose "new" event is pending (notify.go)
 
 	script *scriptHost // the script client's running script (cmd_script.go); nil otherwise
+
+	// Cluster mode (cluster.go): ASKING was sent for the next command, READONLY is on, and
+	// the keys of the command being routed.
+	asking          bool
+	readonlyCluster bool
+	cq              cluster.Query
+	clusterSlot     int  // the slot of the running command's keys, -1 if none (for its script)
+	clusterAsking   bool // ASKING applies to the running command
 
 	batch *batchHashes // the event loop's (see prefetchBatch); nil without one
 
@@ -474,6 +483,18 @@ func (c *Conn) execute(args [][]byte) {
 	if r, i := c.aclAllows(cmd, args); r != acl.Allowed {
 		c.aclDenied(cmd, args, r, i)
 		return
+	}
+	if c.srv.cluster != nil && !c.replApplier {
+		// ASKING holds for the next command only, or from MULTI to EXEC (or DISCARD) for a
+		// transaction's commands, as Redis clears it after each command outside MULTI.
+		asking := c.asking
+		if asking && (c.multi == nil && cmd.Name != "multi" || cmd.Name == "exec" || cmd.Name == "discard") {
+			c.asking = false
+		}
+		c.clusterSlot, c.clusterAsking = -1, asking
+		if clusterKeyed(cmd) && c.clusterCheck(cmd, args, asking) {
+			return
+		}
 	}
 	if c.ps != nil && c.subs.Load() > 0 && c.w.Proto == 2 && !subscribedOK(cmd) {
 		c.reject(errSubscribed(cmd))

@@ -149,4 +149,19 @@
 // cmd_pubsub.go connects internal/pubsub: published messages reach a connection in an event
 // loop through its loop, and one with its own goroutine through a writer goroutine, in order;
 // PUBLISH goes to the replicas too, not to the journal (Conn.propagateRepl).
+//
+// # Cluster mode
+//
+// With cluster-enabled yes, bloomd is a node of a Redis Cluster 7.0 (internal/cluster holds the
+// bus, the state machine and the routing; cluster.go connects them): before a command runs or is
+// queued, its keys, found by its key specs as the ACL check finds them, are checked against the
+// cluster's routing snapshot (one atomic load, no lock, no allocation), and a command this node
+// does not serve is answered -MOVED, -ASK, -TRYAGAIN, -CROSSSLOT or -CLUSTERDOWN as Redis answers
+// it; EXEC checks the keys of the whole transaction. Commands of the primary's stream and of the
+// data files are never redirected. The keyspace lists the keys of each hash slot (slotindex.go)
+// for CLUSTER COUNTKEYSINSLOT and GETKEYSINSLOT and for deleting a lost slot's keys, which runs
+// alone and journals a DEL per key. The cluster drives replication (REPLICAOF is refused, as in
+// Redis's cluster mode); PUBLISH goes over the bus to every node instead of the replication
+// stream. Writes that arrive while a manual failover pauses them are answered, once the pause
+// ends, with where their keys are served then.
 package server

@@ -70,6 +70,10 @@ func serveFreePort(t testing.TB, s *Server) {
 	if err := s.addListener(ln); err != nil {
 		t.Fatal(err)
 	}
+	if err := s.initCluster(); err != nil { // a cluster node knows its port from the listener
+		t.Fatal(err)
+	}
+	s.startCluster()
 	go s.acceptLoop(ln)
 }
 
