@@ -91,8 +91,8 @@ func TestBlockedBatchPathsMatchSingle(t *testing.T) {
 // Every batch size against one key at a time, for every filter kind and every path a batch can
 // take: the prefetching pipelines forced onto small filters or not, the vector hash on or off,
 // 16-byte keys (the vector hash's) alone or mixed with other lengths in a group. Each batch
-// repeats keys: its own earlier ones (next to each other and a group apart) and keys of earlier
-// batches. AddMany must answer as Add did and leave the same bytes; TestMany as Test.
+// repeats keys: its own earlier ones (next to each other, in the same group and in the groups
+// before) and keys of earlier batches. AddMany must answer as Add did and leave the same bytes; TestMany as Test.
 func TestManyMatchesOneByOne(t *testing.T) {
 	defer func(c, b int, v bool) {
 		classicPrefetchWords, blockedPrefetchWords, hasMurmur16x8 = c, b, v
@@ -174,7 +174,9 @@ func manyMatchesOneByOne(t *testing.T, name string, single, batch AnyFilter, siz
 			case i > 0 && i%7 == 3:
 				keys[i] = keys[i-1] // next to itself
 			case i >= 9 && i%11 == 9:
-				keys[i] = keys[i-9] // a group of eight apart
+				keys[i] = keys[i-9] // in the group before, or in its own
+			case i >= 17 && i%19 == 17:
+				keys[i] = keys[i-17] // a group or two before
 			case len(seen) > 0 && i%13 == 5:
 				keys[i] = seen[(i*31+bi)%len(seen)] // from an earlier batch
 			default:
