@@ -22,7 +22,8 @@
 # a round each io-threads value runs on both servers back to back; the table gives medians over
 # the rounds, and each server's throughput relative to its own at io-threads 1.
 # Environment: N (commands per test at -P 16, 1M; a fifth of that at -P 1), ROUNDS (3), PIPES
-# ("16 1"), CLIENT_CORES, MAX_THREADS (to stop below the cores), BLOOMD_ARGS.
+# ("16 1"), CLIENT_CORES, THREADS (the io-threads values; default every one from 1 to the most
+# when that is at most 8, else the powers of two and the most), BLOOMD_ARGS.
 # REDISBLOOM_SO names the RedisBloom module; without it bloomd is measured alone.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -63,7 +64,13 @@ else
 fi
 client_threads=$(echo "$client_cpus" | tr ',' '\n' | wc -l)
 max_threads=$((server_cores > 1 ? server_cores - 1 : 1))
-[ -z "${MAX_THREADS:-}" ] || ((MAX_THREADS >= max_threads)) || max_threads=$MAX_THREADS
+if [ -n "${THREADS:-}" ]; then
+  steps=$THREADS
+elif ((max_threads <= 8)); then
+  steps=$(seq "$max_threads")
+else
+  steps=$(t=1; while ((t < max_threads)); do echo $t; t=$((t * 2)); done; echo "$max_threads")
+fi
 
 go build -o "$tmp/bin/bloomd" ./cmd/bloomd
 
@@ -123,7 +130,7 @@ bench() {
 cpu() { awk '{ print $14 + $15 }' "/proc/$pid/stat"; }
 
 for round in $(seq "$ROUNDS"); do
-  for threads in $(seq "$max_threads"); do
+  for threads in $steps; do
     order=("${servers[@]}")
     if ((round % 2 == 0)) && ((${#order[@]} == 2)); then order=("${order[1]}" "${order[0]}"); fi
     for s in "${order[@]}"; do
@@ -146,7 +153,7 @@ for round in $(seq "$ROUNDS"); do
 done
 
 echo "Machine: $total CPUs usable ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')), $(go version | cut -d' ' -f3), redis-server $(redis-server --version | cut -d' ' -f3 | cut -d= -f2), load average before the run's end $(cut -d' ' -f1-3 /proc/loadavg)"
-echo "Server pinned to CPUs $server_cpus, redis-benchmark to CPUs $client_cpus ($client_threads threads; $shared); io-threads 1 to $max_threads."
+echo "Server pinned to CPUs $server_cpus, redis-benchmark to CPUs $client_cpus (threads: $client_threads; $shared); io-threads $(echo $steps | tr ' ' ,)."
 echo "$N commands per test at -P 16, $((N / 5)) at -P 1; max(50, 8 x io-threads) clients, -r $R; medians of $ROUNDS rounds."
 echo
 echo "| server | command | -P | io-threads | ops/s | × ops/s at io-threads 1 | server CPU µs/cmd | server CPU cores busy |"
