@@ -199,16 +199,16 @@ func (f *Blocked) TestManyStrings(dst []bool, keys []string) []bool {
 
 // The blocked batch is a software pipeline over groups of blockedGroup keys, in three stages.
 // Step g hashes group g (16-byte keys eight at a time with AVX2, see hashGroup); locates group
-// g-1, whose hashes were started a step earlier, turning each key into the two words it touches
-// and their masks, and asks for their cache lines with one call to prefetchWords; then tests or
-// adds group g-1-blockedAhead, whose lines were asked for blockedAhead steps earlier. A prefetch
-// retires at once, unlike a load, so the misses of blockedAhead groups are in flight while the
-// CPU hashes, and the next step's hashing overlaps this step's locating (the vector hash's
-// latency, waited for at once, cost a third of its gain). The stages keep their groups in a ring
-// on the stack; nothing is allocated. Groups of 16 two steps ahead measured better than groups
-// of 8 three steps ahead (per run, TestMany over the random load at n = 1e8: 1.45 and 1.49
-// against 1.65 and 1.58, in two sets of 6 alternating runs); the distance otherwise mattered
-// little from 1 to 12 groups of 8.
+// g-1, whose hashes were started a step earlier, turning each key into the words it touches and
+// their masks, and asks for their cache lines with one call to prefetchWords; then tests or adds
+// group g-1-blockedAhead, whose lines were asked for blockedAhead steps earlier. A prefetch does
+// not wait for its line, unlike a load, so the misses of blockedAhead groups are in flight while
+// the CPU hashes; and the next step's hashing overlaps this step's locating (waiting for the
+// vector hash at once, it gained a third as much). The stages keep their groups in a ring on the
+// stack; nothing is allocated. Groups of 16 two steps ahead measured better than groups of 8
+// three steps ahead (per run, TestMany over the random load at n = 1e8: 1.45 and 1.49 against
+// 1.65 and 1.58, in two sets of 6 alternating runs); the distance otherwise mattered little from
+// 1 to 12 groups of 8.
 const (
 	blockedGroup = 16 // a multiple of 8, for murmur16x8
 	blockedAhead = 2
