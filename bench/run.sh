@@ -16,6 +16,8 @@
 #
 # Environment: REDISBLOOM_SO names a RedisBloom 2.6 module (redisbloom.so, built from
 # RedisBloom's sources for the installed redis-server) for the sections that compare with it.
+# NOTE, if set, is written into the raw output's header and printed above the table (to mark a
+# run made on a busy machine, say). SCALING_N and SCALING_ROUNDS shorten the scaling section.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 bench=$root/bench
@@ -29,6 +31,7 @@ sections=(
   "batch|3 min, 1 GB|AddMany/TestMany against random and dependent loads, n = 1e7 and 1e8"
   "memory|1 min|bits per key and measured false-positive rate of every type at p = 0.1, 0.01, 0.001"
   "bloomd|11 min|bloomd against RedisBloom: server CPU per BF.* command and PING at -P 1 and -P 16 (REDISBLOOM_SO)"
+  "scaling|1.5 min per step|throughput and CPU per command against io-threads, client pinned apart (peer: REDISBLOOM_SO)"
   "redisfilter|3 min|redisfilter's forms against RedisBloom on the same redis-server (REDISBLOOM_SO)"
   "durability|5 min, 1 GB of disk|bloomd's appendfsync settings against each other; snapshot save and load"
   "rdb|2 min, 6 GB, 3 GB of disk|a 1 GB filter in Redis's formats: RDB save and load, MIGRATE, against RedisBloom (REDISBLOOM_SO)"
@@ -78,6 +81,7 @@ measure() {
     echo "# date: $(date -u +%Y-%m-%d)"
     echo "# machine: $(machine)"
     echo "# load average at start: $(loadavg)"
+    [ -z "${NOTE:-}" ] || echo "# note: $NOTE"
   } >"$tmp"
   echo "bench/run.sh: $section: $*" >&2
   if ! "$@" >>"$tmp"; then
@@ -169,6 +173,7 @@ run_section() {
   batch) measure batch batch.txt gotest "$bench" -bench 'Filters/n=1e[78]/op=(TestPresent|AddMany|TestManyPresent|TestManyAbsent|RandomLoad|DependentLoad)/impl=(classic|blocked|pages-4KiB|pages-2MiB)$' -large -count 6 -benchtime 0.5s -timeout 0 ;;
   memory) measure memory memory-fpp.txt env BLOOM_FPP_N=1000000 sh -c "cd '$root' && go test -count 1 -run '^TestFPPTable\$' -v . | grep '^ *|' | sed 's/^ *//'" ;;
   bloomd) need_rb bloomd && measure bloomd bloomd-vs-redisbloom.txt env N=600000 ROUNDS=12 "$bench/server-cpu.sh" ;;
+  scaling) measure scaling scaling.txt env N="${SCALING_N:-1000000}" ROUNDS="${SCALING_ROUNDS:-3}" "$bench/scaling.sh" ;;
   redisfilter) need_rb redisfilter && measure redisfilter redisfilter.txt gotest "$root/redisfilter" -bench . -benchtime 1s -count 6 ;;
   durability) measure durability durability.txt env N=200000 ROUNDS=3 GB=1 "$root/internal/persist/bench.sh" ;;
   rdb) need_rb rdb && measure rdb rdb.txt env GB=1 "$bench/rdb.sh" ;;
@@ -189,6 +194,7 @@ render_section() {
   batch) f=batch.txt ;;
   memory) f=memory-fpp.txt ;;
   bloomd) f=bloomd-vs-redisbloom.txt ;;
+  scaling) f=scaling.txt ;;
   redisfilter) f=redisfilter.txt ;;
   durability) f=durability.txt ;;
   rdb) f=rdb.txt ;;
@@ -226,7 +232,7 @@ render_section() {
     acl)
       stat "$f" -row /user -col .name -- -units sec/op -row-head user -rename 'Check=ns per check,3-key-patterns=three key patterns (~a:* %R~b:* %W~c:*),default=default (+@all ~* &*)'
       ;;
-    bloomd | durability | memory | rdb)
+    bloomd | scaling | durability | memory | rdb)
       quote "$f"
       ;;
     cuckoo-bloomd | monitoring | cluster)
