@@ -31,6 +31,7 @@ sections=(
   "bloomd|11 min|bloomd against RedisBloom: server CPU per BF.* command and PING at -P 1 and -P 16 (REDISBLOOM_SO)"
   "redisfilter|3 min|redisfilter's forms against RedisBloom on the same redis-server (REDISBLOOM_SO)"
   "durability|5 min, 1 GB of disk|bloomd's appendfsync settings against each other; snapshot save and load"
+  "snapshot|15 min, 5 GB|BF.ADD latency during BGSAVE and BGREWRITEAOF of a 2.1 GB filter, save time, memory; against Redis + RedisBloom (REDISBLOOM_SO); ITEMS sets the size"
   "cuckoo|4 min|the cuckoo filter against the Bloom filters at equal FPP"
   "cuckoo-bloomd|2 min|bloomd against RedisBloom: server CPU per CF.* command (REDISBLOOM_SO)"
   "replication|3 min|a primary's CPU per BF.ADD with 0, 1 and 2 replicas"
@@ -169,6 +170,7 @@ run_section() {
   bloomd) need_rb bloomd && measure bloomd bloomd-vs-redisbloom.txt env N=600000 ROUNDS=12 "$bench/server-cpu.sh" ;;
   redisfilter) need_rb redisfilter && measure redisfilter redisfilter.txt gotest "$root/redisfilter" -bench . -benchtime 1s -count 6 ;;
   durability) measure durability durability.txt env N=200000 ROUNDS=3 GB=1 "$root/internal/persist/bench.sh" ;;
+  snapshot) measure snapshot snapshot.txt env ITEMS="${ITEMS:-1200000000}" REQUESTS="${REQUESTS:-400000}" ROUNDS="${ROUNDS:-3}" "$bench/snapshot.sh" ;;
   cuckoo) measure cuckoo cuckoo.txt gotest "$root" -bench CuckooVsBloom -benchtime 300000x -count 6 -timeout 0 ;;
   cuckoo-bloomd) need_rb cuckoo-bloomd && measure cuckoo-bloomd cuckoo-bloomd-vs-redisbloom.txt env N=500000 "$bench/cf_cpu.sh" ;;
   replication) measure replication replication.txt gotest "$root/internal/repl" -bench PrimaryCPU -benchtime 200000x -count 6 ;;
@@ -187,6 +189,7 @@ render_section() {
   bloomd) f=bloomd-vs-redisbloom.txt ;;
   redisfilter) f=redisfilter.txt ;;
   durability) f=durability.txt ;;
+  snapshot) f=snapshot.txt ;;
   cuckoo) f=cuckoo.txt ;;
   cuckoo-bloomd) f=cuckoo-bloomd-vs-redisbloom.txt ;;
   replication) f=replication.txt ;;
@@ -220,7 +223,7 @@ render_section() {
     acl)
       stat "$f" -row /user -col .name -- -units sec/op -row-head user -rename 'Check=ns per check,3-key-patterns=three key patterns (~a:* %R~b:* %W~c:*),default=default (+@all ~* &*)'
       ;;
-    bloomd | durability | memory)
+    bloomd | durability | memory | snapshot)
       quote "$f"
       ;;
     cuckoo-bloomd | monitoring)
