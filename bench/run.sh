@@ -35,6 +35,7 @@ sections=(
   "redisfilter|3 min|redisfilter's forms against RedisBloom on the same redis-server (REDISBLOOM_SO)"
   "durability|5 min, 1 GB of disk|bloomd's appendfsync settings against each other; snapshot save and load"
   "rdb|2 min, 6 GB, 3 GB of disk|a 1 GB filter in Redis's formats: RDB save and load, MIGRATE, against RedisBloom (REDISBLOOM_SO)"
+  "snapshot|15 min, 5 GB|BF.ADD latency during BGSAVE and BGREWRITEAOF of a 2.1 GB filter, save time, memory; against Redis + RedisBloom (REDISBLOOM_SO); ITEMS sets the size"
   "cuckoo|4 min|the cuckoo filter against the Bloom filters at equal FPP"
   "cuckoo-bloomd|2 min|bloomd against RedisBloom: server CPU per CF.* command (REDISBLOOM_SO)"
   "replication|3 min|a primary's CPU per BF.ADD with 0, 1 and 2 replicas"
@@ -177,6 +178,7 @@ run_section() {
   redisfilter) need_rb redisfilter && measure redisfilter redisfilter.txt gotest "$root/redisfilter" -bench . -benchtime 1s -count 6 ;;
   durability) measure durability durability.txt env N=200000 ROUNDS=3 GB=1 "$root/internal/persist/bench.sh" ;;
   rdb) need_rb rdb && measure rdb rdb.txt env GB=1 "$bench/rdb.sh" ;;
+  snapshot) measure snapshot snapshot.txt env ITEMS="${ITEMS:-1200000000}" REQUESTS="${REQUESTS:-400000}" ROUNDS="${ROUNDS:-3}" "$bench/snapshot.sh" ;;
   cuckoo) measure cuckoo cuckoo.txt gotest "$root" -bench CuckooVsBloom -benchtime 300000x -count 6 -timeout 0 ;;
   cuckoo-bloomd) need_rb cuckoo-bloomd && measure cuckoo-bloomd cuckoo-bloomd-vs-redisbloom.txt env N=500000 "$bench/cf_cpu.sh" ;;
   replication) measure replication replication.txt gotest "$root/internal/repl" -bench PrimaryCPU -benchtime 200000x -count 6 ;;
@@ -198,6 +200,7 @@ render_section() {
   redisfilter) f=redisfilter.txt ;;
   durability) f=durability.txt ;;
   rdb) f=rdb.txt ;;
+  snapshot) f=snapshot.txt ;;
   cuckoo) f=cuckoo.txt ;;
   cuckoo-bloomd) f=cuckoo-bloomd-vs-redisbloom.txt ;;
   replication) f=replication.txt ;;
@@ -232,7 +235,7 @@ render_section() {
     acl)
       stat "$f" -row /user -col .name -- -units sec/op -row-head user -rename 'Check=ns per check,3-key-patterns=three key patterns (~a:* %R~b:* %W~c:*),default=default (+@all ~* &*)'
       ;;
-    bloomd | scaling | durability | memory | rdb)
+    bloomd | scaling | durability | memory | rdb | snapshot)
       quote "$f"
       ;;
     cuckoo-bloomd | monitoring | cluster)

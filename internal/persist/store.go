@@ -753,6 +753,9 @@ func (st *Store) snapshotLocked(kind int32) (err error) {
 			return err
 		}
 	}
+	if next != nil {
+		app.syncWritten() // see syncWritten: the closing sync after the rotation is then short
+	}
 	var items []Item
 	var dirty int64
 	var paused time.Duration
