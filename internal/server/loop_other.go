@@ -10,8 +10,11 @@ import (
 // Without epoll every connection has its own goroutine.
 const loopsSupported = false
 
-// useRing means nothing without event loops.
-var useRing = false
+// useRing and useWaiting mean nothing without event loops.
+var (
+	useRing    = false
+	useWaiting = false
+)
 
 type loop struct{ gs gateState }
 
