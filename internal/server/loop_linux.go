@@ -87,6 +87,7 @@ type loop struct {
 	afterHelp bool
 	waiting   atomic.Bool // the loop waits on its ring (for tests)
 	waitSetup func() (*uring.Ring, error)
+	holdP     bool
 
 	batch batchHashes // of the batch that process runs (see prefetchBatch)
 }
@@ -1007,6 +1008,9 @@ func (s *Server) startLoops(n int) error {
 		if err != nil {
 			return err
 		}
+		// A waiting loop may hold its P while it waits (see waitRing) when that leaves one
+		// for the rest of the process.
+		lp.holdP = n < runtime.GOMAXPROCS(0)
 		s.loops = append(s.loops, lp)
 		s.wg.Add(1)
 		go lp.run()

@@ -143,9 +143,16 @@ func (lp *loop) runWaiting() bool {
 // short enough that an idle loop leaves its core to the rest of the process.
 const heldWait = 5 * time.Millisecond
 
-// waitRing waits for the ring's next completions.
+// waitRing waits for the ring's next completions. A wait that gives the P back costs the way
+// back a hand-over when the runtime took it meanwhile, which its monitor does for a goroutine
+// that has not been scheduled for 10 ms, as a loop that never parks is not; and after each such
+// retake the monitor polls every 20 µs for a while. So the loop holds its P for heldWait, when
+// there are more Ps than loops.
 func (lp *loop) waitRing() ([]uring.Completion, error) {
 	timeout := lp.waitTimeout()
+	if !lp.holdP {
+		return lp.wring.Wait(timeout, false)
+	}
 	held := heldWait
 	if timeout > 0 {
 		held = min(held, timeout)

@@ -12,35 +12,38 @@ import (
 
 // More of Linux's io_uring ABI, for rings that wait (NewWaiting).
 const (
-	setupCQSize        = 1 << 3
-	setupSubmitAll     = 1 << 7
-	setupTaskrunFlag   = 1 << 9
-	setupSingleIssuer  = 1 << 12
-	setupDeferTaskrun  = 1 << 13
-	enterGetEvents     = 1 << 0
-	enterExtArg        = 1 << 3
-	registerPbufRing   = 22
-	opPollAdd          = 6
-	opAsyncCancel      = 14
-	sqeBufferSelect    = 1 << 5
-	sqeCQESkipSuccess  = 1 << 6
-	recvMultishot      = 1 << 1 // IORING_RECV_MULTISHOT, in ioprio
-	pollAddMulti       = 1 << 0 // IORING_POLL_ADD_MULTI, in len
-	cqeFBuffer         = 1 << 0
-	cqeFMore           = 1 << 1
-	cqeBufferShift     = 16
-	pollIn             = 0x1
-	pollOut            = 0x4
-	pollErr            = 0x8
-	pollHup            = 0x10
-	pollRdHup          = 0x2000
-	bufGroup           = 0
-	msgWaitAll         = 0x100
-	getEventsArgSize   = 24
-	timespecSize       = 16
-	bufRingEntrySize   = 16
-	bufRingTailOffset  = 14
-	maxProvidedBuffers = 1 << 15
+	setupCQSize         = 1 << 3
+	setupSubmitAll      = 1 << 7
+	setupTaskrunFlag    = 1 << 9
+	setupSingleIssuer   = 1 << 12
+	setupDeferTaskrun   = 1 << 13
+	enterGetEvents      = 1 << 0
+	enterExtArg         = 1 << 3
+	enterRegisteredRing = 1 << 4
+	registerRingFDs     = 20
+	unregisterRingFDs   = 21
+	registerPbufRing    = 22
+	opPollAdd           = 6
+	opAsyncCancel       = 14
+	sqeBufferSelect     = 1 << 5
+	sqeCQESkipSuccess   = 1 << 6
+	recvMultishot       = 1 << 1 // IORING_RECV_MULTISHOT, in ioprio
+	pollAddMulti        = 1 << 0 // IORING_POLL_ADD_MULTI, in len
+	cqeFBuffer          = 1 << 0
+	cqeFMore            = 1 << 1
+	cqeBufferShift      = 16
+	pollIn              = 0x1
+	pollOut             = 0x4
+	pollErr             = 0x8
+	pollHup             = 0x10
+	pollRdHup           = 0x2000
+	bufGroup            = 0
+	msgWaitAll          = 0x100
+	getEventsArgSize    = 24
+	timespecSize        = 16
+	bufRingEntrySize    = 16
+	bufRingTailOffset   = 14
+	maxProvidedBuffers  = 1 << 15
 )
 
 // A Completion's Flags say more about it: see More and Buffer.
@@ -104,7 +107,7 @@ func NewWaiting(entries uint32, cqEntries uint32, bufs uint16, bufSize int) (*Ri
 	if errno != 0 {
 		return nil, fmt.Errorf("uring: io_uring_setup with IORING_SETUP_DEFER_TASKRUN (Linux 6.1): %w", errno)
 	}
-	r := &Ring{fd: int(fd)}
+	r := &Ring{fd: int(fd), enterFD: fd}
 	if err := r.probe(); err != nil {
 		r.Close()
 		return nil, err
@@ -119,7 +122,25 @@ func NewWaiting(entries uint32, cqEntries uint32, bufs uint16, bufSize int) (*Ri
 		return nil, err
 	}
 	r.waiting = true
+	r.registerFD()
 	return r, nil
+}
+
+// ringFDUpdate is struct io_uring_rsrc_update.
+type ringFDUpdate struct {
+	offset, resv uint32
+	data         uint64
+}
+
+// registerFD registers the ring's descriptor with the calling thread (IORING_REGISTER_RING_FDS,
+// Linux 5.18), which spares each io_uring_enter the look-up of the descriptor; where that
+// fails, the calls name the descriptor.
+func (r *Ring) registerFD() {
+	upd := ringFDUpdate{offset: ^uint32(0), data: uint64(r.fd)}
+	n, _, errno := syscall.Syscall6(sysRegister, uintptr(r.fd), registerRingFDs, uintptr(unsafe.Pointer(&upd)), 1, 0, 0)
+	if errno == 0 && n == 1 {
+		r.enterFD, r.enterFlags = uintptr(upd.offset), enterRegisteredRing
+	}
 }
 
 // provide registers bufs buffers of size bytes as buffer group 0.
@@ -289,7 +310,7 @@ func (r *Ring) Wait(timeout time.Duration, held bool) ([]Completion, error) {
 	r.sends = 0
 	var arg getEventsArg
 	var ts timespec
-	flags := uintptr(enterGetEvents)
+	flags := enterGetEvents | r.enterFlags
 	argp, argSize := uintptr(0), uintptr(0)
 	if timeout > 0 {
 		ts = timespec{sec: int64(timeout / time.Second), nsec: int64(timeout % time.Second)}
@@ -301,9 +322,9 @@ func (r *Ring) Wait(timeout time.Duration, held bool) ([]Completion, error) {
 		var m uintptr
 		var errno syscall.Errno
 		if wait && !held {
-			m, _, errno = syscall.Syscall6(sysEnter, uintptr(r.fd), uintptr(n-submitted), uintptr(minComplete), flags, argp, argSize)
+			m, _, errno = syscall.Syscall6(sysEnter, r.enterFD, uintptr(n-submitted), uintptr(minComplete), flags, argp, argSize)
 		} else {
-			m, _, errno = syscall.RawSyscall6(sysEnter, uintptr(r.fd), uintptr(n-submitted), uintptr(minComplete), flags, argp, argSize)
+			m, _, errno = syscall.RawSyscall6(sysEnter, r.enterFD, uintptr(n-submitted), uintptr(minComplete), flags, argp, argSize)
 		}
 		switch errno {
 		case 0:
@@ -339,7 +360,7 @@ func (r *Ring) Flush() error {
 	}
 	n := int(*r.sqTail - atomic.LoadUint32(r.sqHead))
 	for n > 0 {
-		m, _, errno := syscall.RawSyscall6(sysEnter, uintptr(r.fd), uintptr(n), 0, 0, 0, 0)
+		m, _, errno := syscall.RawSyscall6(sysEnter, r.enterFD, uintptr(n), 0, r.enterFlags, 0, 0)
 		switch errno {
 		case 0:
 			if m == 0 {
@@ -354,4 +375,14 @@ func (r *Ring) Flush() error {
 		}
 	}
 	return nil
+}
+
+// unregisterFD undoes registerFD, which holds the ring open until the thread ends.
+func (r *Ring) unregisterFD() {
+	if r.enterFlags&enterRegisteredRing == 0 {
+		return
+	}
+	upd := ringFDUpdate{offset: uint32(r.enterFD)}
+	syscall.Syscall6(sysRegister, uintptr(r.fd), unregisterRingFDs, uintptr(unsafe.Pointer(&upd)), 1, 0, 0)
+	r.enterFD, r.enterFlags = uintptr(r.fd), 0
 }

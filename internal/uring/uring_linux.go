@@ -101,6 +101,11 @@ type Ring struct {
 	waiting bool      // made by NewWaiting
 	pbuf    *provided // NewWaiting's provided buffers
 	sends   int       // sends queued since the last Wait
+
+	// What Wait and Flush pass io_uring_enter for the ring: its descriptor, or its index
+	// among the thread's registered rings with enterRegisteredRing.
+	enterFD    uintptr
+	enterFlags uintptr
 }
 
 // New makes a ring that holds up to entries operations between submissions (a power of two;
@@ -111,7 +116,7 @@ func New(entries uint32) (*Ring, error) {
 	if errno != 0 {
 		return nil, fmt.Errorf("uring: io_uring_setup: %w", errno)
 	}
-	r := &Ring{fd: int(fd)}
+	r := &Ring{fd: int(fd), enterFD: fd}
 	if err := r.probe(); err != nil {
 		r.Close()
 		return nil, err
@@ -187,8 +192,12 @@ func (r *Ring) mmap(p *params) error {
 	return nil
 }
 
-// Close releases the ring. Operations queued and not submitted are dropped.
+// Close releases the ring. Operations queued and not submitted are dropped. A ring made by
+// NewWaiting is closed by the thread that made it.
 func (r *Ring) Close() error {
+	if r.fd >= 0 {
+		r.unregisterFD()
+	}
 	var bufs [][]byte
 	if r.pbuf != nil {
 		bufs = [][]byte{r.pbuf.ring, r.pbuf.mem}
