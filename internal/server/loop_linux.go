@@ -24,7 +24,9 @@ import (
 // with one write. Compared with a goroutine per connection this saves, per request, the read that
 // finds nothing before the goroutine parks, and the scheduler's wake-ups; bloomd runs one loop
 // per core. With io_uring, all the reads of an iteration are one system call, and all the writes
-// another (readBatch, finish).
+// another (readBatch, finish). Where the kernel can, a loop waits on io_uring instead of epoll
+// (runWaiting, loop_wait_linux.go): the same iteration, with receives that the kernel completes
+// into the ring's buffers, and the writes sent by the system call that waits.
 type loop struct {
 	srv    *Server
 	epfd   int
@@ -83,11 +85,12 @@ type loop struct {
 
 	// serveBusy's service of a waiting loop: the cancellations it left to the loop's thread,
 	// and whether the loop has yet to set its connections' ring operations right.
-	cancels   []uint64
-	afterHelp bool
-	waiting   atomic.Bool // the loop waits on its ring (for tests)
-	waitSetup func() (*uring.Ring, error)
-	holdP     bool
+	cancels     []uint64
+	afterHelp   bool
+	wakeUnarmed bool
+	waiting     atomic.Bool // the loop waits on its ring (for tests)
+	waitSetup   func() (*uring.Ring, error)
+	holdP       bool
 
 	batch batchHashes // of the batch that process runs (see prefetchBatch)
 }

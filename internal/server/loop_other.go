@@ -29,5 +29,6 @@ func adopt(*net.TCPConn) (int, error)                                    { retur
 func (s *Server) newLoopConn(lp *loop, fd int, addr, laddr string) *Conn { return nil }
 
 func (lp *loop) handOver(*Conn) {}
+func (lp *loop) beforeScript()  {}
 
 func (lp *loop) serveBusy(_ *Conn, _ <-chan struct{}, done chan<- struct{}) { close(done) }

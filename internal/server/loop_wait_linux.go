@@ -85,7 +85,7 @@ func (lp *loop) runWaiting() bool {
 		lp.ring = nil
 	}
 	defer r.Close()
-	r.PollMultishot(lp.efd, kindWake<<56)
+	lp.armWake()
 	for {
 		cs, err := lp.waitRing()
 		if err != nil {
@@ -185,7 +185,7 @@ func (lp *loop) complete(d uring.Completion, now time.Time) {
 	case kindNone:
 	case kindWake:
 		if !d.More() {
-			lp.wring.PollMultishot(lp.efd, kindWake<<56)
+			lp.armWake()
 		}
 		lp.control(now)
 	case kindRecv:
@@ -239,6 +239,16 @@ func (lp *loop) received(c *Conn, d uring.Completion, now time.Time) {
 	default:
 		lp.close(c)
 	}
+}
+
+// armWake makes the ring report wake-ups (Loop.wake), which a helping serveBusy sees through
+// epoll instead, leaving the ring to resume.
+func (lp *loop) armWake() {
+	if lp.helping {
+		lp.wakeUnarmed = true
+		return
+	}
+	lp.queueRing(func() bool { return lp.wring.PollMultishot(lp.efd, kindWake<<56) })
 }
 
 // armRecv starts c's multishot receive unless it runs.
@@ -362,6 +372,7 @@ func (lp *loop) takeAhead(c *Conn, buf []byte) []byte {
 	for i := lp.cqAt; i < len(lp.cq); i++ {
 		d := &lp.cq[i]
 		if d.Tag == ringTag(kindRecv, c) {
+			lp.srv.stats.netIn.Add(int64(len(lp.wring.Data(*d))))
 			buf = append(buf, lp.wring.Data(*d)...)
 			lp.wring.Release(*d)
 			if !d.More() {
@@ -417,6 +428,10 @@ func (lp *loop) helped() {
 // could not, and receives (or waits to send) on each connection as its state asks.
 func (lp *loop) resume() {
 	lp.afterHelp = false
+	if lp.wakeUnarmed {
+		lp.wakeUnarmed = false
+		lp.armWake()
+	}
 	for _, tag := range lp.cancels {
 		lp.queueRing(func() bool { return lp.wring.Cancel(tag, kindCancel<<56) })
 	}
@@ -430,5 +445,16 @@ func (lp *loop) resume() {
 		default:
 			lp.armRecv(c)
 		}
+	}
+}
+
+// beforeScript runs on the loop's goroutine before a script that may pass busy-reply-threshold,
+// when a helper would serve the loop (serveBusy): it submits what the iteration queued in the
+// ring, so that no queued operation names a descriptor that the helper may close (and a new
+// connection get) before the loop submits again. Mostly nothing is queued then, and it costs
+// no system call.
+func (lp *loop) beforeScript() {
+	if lp.wring != nil && !lp.helping {
+		lp.flushRing()
 	}
 }

@@ -227,3 +227,55 @@ func TestRepliesBeforeClientCloses(t *testing.T) {
 	t.Run("redis-server", func(t *testing.T) { check(t, redistest.New(t, nil).Addr) })
 	forEachIOMode(t, func(t *testing.T) { check(t, startServer(t, nil).addr()) })
 }
+
+// TestWaitingBusyScript runs a script past busy-reply-threshold on a waiting loop's connection
+// while other connections of the loop come and go: the helper answers them (-BUSY, SCRIPT
+// KILL) with system calls of its own, then the loop takes them back into its ring, those that
+// connected meanwhile included, and serves them as before.
+func TestWaitingBusyScript(t *testing.T) {
+	s := waitingServer(t, nil)
+	a, b := dial(t, s.addr()), dial(t, s.addr())
+	b.do("CONFIG", "SET", "busy-reply-threshold", "50")
+	a.send([]byte("EVAL"), []byte("while true do end"), []byte("0"))
+	untilBusy(t, b)
+	// Connections made and left while the helper serves the loop, whose descriptors new
+	// connections then get.
+	for range 5 {
+		nc, err := net.Dial("tcp", s.addr())
+		if err != nil {
+			t.Fatal(err)
+		}
+		nc.Close()
+	}
+	c := dial(t, s.addr())
+	if v := c.do("PING"); !strings.HasPrefix(v.Text(), "BUSY") {
+		t.Fatalf("PING during the script: %v", v)
+	}
+	if v := c.do("SCRIPT", "KILL"); v.Text() != "OK" {
+		t.Fatalf("SCRIPT KILL: %v", v)
+	}
+	if _, v := a.read(); !v.IsError() {
+		t.Fatalf("the killed script's reply: %v", v)
+	}
+	for i, cl := range []*rawClient{a, b, c, dial(t, s.addr())} {
+		for j := range 3 {
+			want := fmt.Sprintf("after %d %d", i, j)
+			if v := cl.do("ECHO", want); string(v.Str) != want {
+				t.Fatalf("client %d after the script: %v", i, v)
+			}
+		}
+	}
+	if !s.loops[0].waiting.Load() {
+		t.Fatal("the loop no longer waits on its ring")
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		v := b.do("CLIENT", "LIST")
+		if n := strings.Count(string(v.Str), "\n"); n == 4 {
+			break
+		} else if time.Now().After(deadline) {
+			t.Fatalf("%d clients listed, want 4:\n%s", n, v.Str)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}

@@ -36,11 +36,8 @@ const (
 	pollOut             = 0x4
 	pollErr             = 0x8
 	pollHup             = 0x10
-	pollRdHup           = 0x2000
 	bufGroup            = 0
-	msgWaitAll          = 0x100
 	getEventsArgSize    = 24
-	timespecSize        = 16
 	bufRingEntrySize    = 16
 	bufRingTailOffset   = 14
 	maxProvidedBuffers  = 1 << 15
@@ -121,7 +118,6 @@ func NewWaiting(entries uint32, cqEntries uint32, bufs uint16, bufSize int) (*Ri
 		r.Close()
 		return nil, err
 	}
-	r.waiting = true
 	r.registerFD()
 	return r, nil
 }

@@ -98,9 +98,8 @@ type Ring struct {
 	queued int // operations queued since the last Submit
 	done   []Completion
 
-	waiting bool      // made by NewWaiting
-	pbuf    *provided // NewWaiting's provided buffers
-	sends   int       // sends queued since the last Wait
+	pbuf  *provided // NewWaiting's provided buffers
+	sends int       // sends queued since the last Wait
 
 	// What Wait and Flush pass io_uring_enter for the ring: its descriptor, or its index
 	// among the thread's registered rings with enterRegisteredRing.
