@@ -155,10 +155,13 @@ func TestLoopAllocs(t *testing.T) {
 	if !loopsSupported {
 		t.Skip("no event loops on this system")
 	}
-	for _, ring := range []bool{true, false} {
-		t.Run(fmt.Sprintf("ring=%v", ring), func(t *testing.T) {
-			defer func(old bool) { useRing = old }(useRing)
-			useRing = ring
+	for _, m := range ioModes {
+		if m.loops < 0 {
+			continue
+		}
+		t.Run(m.name, func(t *testing.T) {
+			defer func(ring, waiting bool) { useRing, useWaiting = ring, waiting }(useRing, useWaiting)
+			useRing, useWaiting = m.ring, m.waiting
 			testLoopAllocs(t)
 		})
 	}

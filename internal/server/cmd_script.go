@@ -377,6 +377,9 @@ func (s *Server) runScript(h *scriptHost, req *script.Request) ([]byte, string) 
 			go lp.serveBusy(caller, run.helperStop, run.helperDone)
 		}
 	}
+	if lp := caller.lp; lp != nil {
+		lp.beforeScript() // see serveBusy
+	}
 	reply, msg := s.scripts.Run(req)
 	s.scriptMu.Lock()
 	s.scriptRun.Store(nil)

@@ -47,10 +47,15 @@ type Conn struct {
 	fd       int
 	out      []byte // replies the socket did not take yet; no more commands run until it does
 	closing  bool   // close once out is written
-	inRing   bool   // its replies are queued in the loop's ring (loop.queueWrite)
+	inRing   bool   // its replies are queued in the loop's ring (loop.queueWrite, loop.queueSend)
 	deadline int64  // unix ms after which an idle connection is closed; 0 for none
-	fdMu     sync.Mutex
-	fdClosed bool // under fdMu: the loop closed fd, which kill must not touch
+	// A waiting loop's (loop_wait_linux.go): the connection's generation in its ring's tags,
+	// whether its multishot receive runs, whether the ring waits for its socket to take bytes.
+	ringGen    uint32
+	recvArmed  bool
+	pollingOut bool
+	fdMu       sync.Mutex
+	fdClosed   bool // under fdMu: the loop closed fd, which kill must not touch
 
 	id          int64
 	addr, laddr string

@@ -15,15 +15,20 @@
 // # A request's path
 //
 // On Linux, plain TCP connections are served by event loops (io-threads, by default one per
-// core but one), as Redis serves its clients: a loop waits for readable sockets with epoll,
-// reads each once into the connection's resp.Reader, runs every complete request in the buffer,
-// waits once for the journal (all of the iteration's writes), then writes each connection's
-// replies with one write. Where the kernel has io_uring (internal/uring), the reads of an
-// iteration are one system call for all its sockets, and so are the writes. An idle loop parks in the Go runtime's poller (its epoll descriptor is
-// registered there) rather than in a blocking system call, which would cost two thread switches
-// per wake-up. TLS connections, and all connections elsewhere, have a goroutine each, which
-// reads, runs the complete requests, and flushes once before it reads again: one write per
-// pipelined batch either way.
+// core but one), as Redis serves its clients: an iteration takes what arrived on each socket
+// into the connection's resp.Reader, runs every complete request in the buffer, waits once for
+// the journal (all of the iteration's writes), then writes each connection's replies at once.
+// Where the kernel has io_uring with multishot receives and deferred task work (Linux 6.1,
+// internal/uring), a loop keeps its goroutine on one thread and waits in io_uring_enter
+// (loop_wait_linux.go): each connection has one receive that goes on for its life, bringing its
+// bytes in buffers the ring provides, and the system call that sends an iteration's replies
+// also waits for the next requests, so a request costs no system call of its own and no pass
+// through Go's scheduler. Elsewhere a loop waits for readable sockets with epoll, parked in the
+// Go runtime's poller (its epoll descriptor is registered there) rather than in a blocking
+// system call, and reads each socket once; with io_uring (Linux 5.6), the reads of an iteration
+// are one system call for all its sockets, and so are the writes. TLS connections, and all
+// connections elsewhere, have a goroutine each, which reads, runs the complete requests, and
+// flushes once before it reads again: one write per pipelined batch either way.
 //
 // A request is looked up in the command table (a Mux: name, arity, flags, key positions),
 // checked for authentication, for the user's permissions (internal/acl: Redis 7.0's ACL users,
