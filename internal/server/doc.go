@@ -42,8 +42,9 @@
 // arrays and its counts atomic increments (see redisbloom.Chain), and tests atomic loads, so adds
 // and tests to one filter run in parallel on every core.
 //
-// Removing or replacing an entry (DEL, UNLINK, RENAME, FLUSHALL, SET, expiry) and overwriting
-// bits with BF.LOADCHUNK are the only operations that do not commute with adds. They run alone:
+// Removing or replacing an entry (DEL, UNLINK, RENAME, FLUSHALL, SET, expiry), copying one
+// (COPY) and overwriting bits with BF.LOADCHUNK are the only operations that do not commute
+// with adds. They run alone:
 // a gate lets one goroutine wait until no command is in flight and run while new ones wait. A
 // connection marks itself in flight from the first command of a batch to the flush, with two
 // stores to its own cache line, so the gate costs the hot path no shared write. EXEC runs its
@@ -111,6 +112,8 @@
 //     later command on it is journaled after its creation;
 //   - everything that removes, replaces or overwrites runs alone (above), so its record is
 //     ordered against all others; a transaction's writes are journaled between MULTI and EXEC;
+//   - a COPY is journaled as what the copy holds (cmd_copy.go): a filter as its dump, a string
+//     as SET, since the source a replay finds may hold bits copied after the COPY;
 //   - expiry times are absolute unix milliseconds (EXPIRE is journaled as PEXPIREAT, SET's EX as
 //     PXAT), and an expired key's removal is journaled as DEL, as Redis propagates it;
 //   - a write to a string or hash is journaled under the value's lock, in the form that replays
