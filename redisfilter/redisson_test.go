@@ -52,15 +52,6 @@ func loadRedissonGolden(t *testing.T) *redissonGolden {
 	return &g
 }
 
-func readLua(t *testing.T, name string) string {
-	t.Helper()
-	b, err := os.ReadFile("testdata/redisson/" + name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
-}
-
 // TestRedissonSizing checks tryInit's size, hashIterations and stored falseProbability for every
 // golden config.
 func TestRedissonSizing(t *testing.T) {
@@ -173,7 +164,7 @@ func TestRedissonLayout(t *testing.T) {
 // to this package's handles on one filter: what either side adds, the other finds.
 func TestRedissonInterop(t *testing.T) {
 	g := loadRedissonGolden(t)
-	tryInit, add, contains := readLua(t, "tryinit.lua"), readLua(t, "add.lua"), readLua(t, "contains.lua")
+	tryInit, add, contains := javaRedissonScript(t, "4.7.0", "tryinit"), javaRedissonScript(t, "4.7.0", "add"), javaRedissonScript(t, "4.7.0", "contains")
 	topologies(t, func(t *testing.T, c redis.UniversalClient) {
 		ctx := ctxT(t)
 		name := uniqueName(t)
@@ -247,7 +238,7 @@ func TestRedissonInterop(t *testing.T) {
 // TestRedissonMismatch: a Redisson filter created with other numbers is refused, with the
 // fields named; the same numbers spelled differently are accepted and kept.
 func TestRedissonMismatch(t *testing.T) {
-	tryInit := readLua(t, "tryinit.lua")
+	tryInit := javaRedissonScript(t, "4.7.0", "tryinit")
 	c := standalone(t)
 	ctx := ctxT(t)
 	name := uniqueName(t)
