@@ -53,9 +53,11 @@
 //
 // A Lua script (cmd_script.go, internal/script) runs alone as well, on its caller's goroutine or
 // event loop. Past busy-reply-threshold it declares itself busy: the commands waiting for the
-// gate give up and are answered -BUSY (the allow_busy ones, SCRIPT KILL and SHUTDOWN NOSAVE
-// among them, run beside it), and a helper goroutine serves the caller's event loop meanwhile
-// (loop.serveBusy), so no client waits behind a script that does not end.
+// gate give up and are answered -BUSY, whether they wait at their start or midway to run alone
+// (BF.LOADCHUNK over a filter, a creation over an expired key: TestUpgradeBehindBusyScript);
+// the allow_busy ones, SCRIPT KILL and SHUTDOWN NOSAVE among them, run beside it; and a helper
+// goroutine serves the caller's event loop meanwhile (loop.serveBusy), so no client waits behind
+// a script that does not end.
 //
 // Cuckoo filters are the exception: an insertion moves fingerprints between buckets, so writes
 // to one cuckoo filter (CF.ADD, CF.INSERT, CF.DEL, CF.COMPACT, CF.LOADCHUNK) hold a mutex of its
