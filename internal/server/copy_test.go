@@ -233,3 +233,44 @@ func TestCopyWhileAdding(t *testing.T) {
 		compareStates(t, "copies made while adding", state(t, s), state(t, replay(t, j.snapshot())))
 	})
 }
+
+// TestCopyCharges: a copied string or hash is charged what its source is (plus the difference of
+// the keys' lengths), the old value of a replaced destination is given back, and a copy past the
+// memory limit is refused with -OOM before anything is allocated.
+func TestCopyCharges(t *testing.T) {
+	s := startServer(t, nil)
+	c := dial(t, s.addr())
+	c.do("SET", "str", strings.Repeat("s", 10000))
+	c.do("SETRANGE", "str", "20000", "x") // a string whose allocation is larger than its length
+	for i := range 50 {
+		c.do("HSET", "hash", fmt.Sprint("field-", i), strings.Repeat("v", i))
+	}
+	c.do("SET", "old", strings.Repeat("o", 5000))
+	for _, tc := range []struct{ src, dst string }{{"str", "str-copy"}, {"hash", "hash-copy"}, {"str", "old"}} {
+		used := s.ks.used.Load()
+		var oldMem int64
+		if c.do("EXISTS", tc.dst).Int == 1 {
+			oldMem = c.do("MEMORY", "USAGE", tc.dst).Int
+		}
+		if v := c.do("COPY", tc.src, tc.dst, "REPLACE"); v.Int != 1 {
+			t.Fatalf("COPY %s %s: %v", tc.src, tc.dst, v)
+		}
+		charged := c.do("MEMORY", "USAGE", tc.dst).Int
+		if want := c.do("MEMORY", "USAGE", tc.src).Int + int64(len(tc.dst)-len(tc.src)); charged > want {
+			t.Errorf("%s: the copy is charged %d bytes, the source %d", tc.src, charged, want)
+		}
+		if got := s.ks.used.Load() - used; got != charged-oldMem {
+			t.Errorf("%s -> %s: used memory changed by %d; the copy is charged %d and the old value %d", tc.src, tc.dst, got, charged, oldMem)
+		}
+	}
+	c.do("CONFIG", "SET", "maxmemory", fmt.Sprint(s.ks.used.Load()+1000))
+	used := s.ks.used.Load()
+	for _, src := range []string{"str", "hash"} {
+		if v := c.do("COPY", src, "refused"); !strings.HasPrefix(v.Text(), "OOM ") {
+			t.Errorf("COPY %s over the limit: %v", src, v)
+		}
+	}
+	if c.do("EXISTS", "refused").Int != 0 || s.ks.used.Load() != used {
+		t.Error("a refused copy left a key or a charge")
+	}
+}
