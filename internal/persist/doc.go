@@ -95,6 +95,8 @@
 //   - Keys that are created, deleted, renamed, replaced, or given an expiry after T are in the
 //     log in the order they happened (the server logs them under the locks that order them),
 //     and the key list of T is exact, so the replay repeats them on the keys as they were at T.
+//     A copy (COPY) is logged as what it holds, a filter as its dump and a string as SET, not as
+//     the command: replayed over copied bits that hold later adds, COPY would copy those too.
 //     A filter deleted or replaced after T keeps its memory until its bits are written.
 //   - Cuckoo filters (CF.*) are not built from commuting adds: an insertion moves fingerprints.
 //     Their writes are logged in the order they took effect on each filter, and the snapshot

@@ -245,8 +245,17 @@ func (c *Conn) eval(args [][]byte, bySHA, ro bool) {
 		// The script runs here, on the connection's goroutine or its event loop's, alone. The
 		// other connections wait for it; past busy-reply-threshold they are answered -BUSY,
 		// those of this event loop by a goroutine that serves the loop meanwhile (serveBusy).
+		// A script that waits for another, which passes busy-reply-threshold meanwhile, is
+		// refused -BUSY as any command arriving then is.
 		c.leaveGate()
-		s.gate.exclusive(func() { reply, msg = s.runScript(h, req) })
+		run := func() { reply, msg = s.runScript(h, req) }
+		if c.replApplier {
+			s.gate.exclusive(run)
+		} else if !s.gate.tryExclusive(run) {
+			c.busied = true
+			c.w.Error(errBusyScript)
+			return
+		}
 		c.takeScriptJournal(h)
 	}
 	c.scriptReply(reply, msg)

@@ -66,6 +66,7 @@ type Conn struct {
 	multi       *multiState                 // non-nil between MULTI and EXEC/DISCARD
 	multiWrites int                         // inside EXEC: 1 before the first journaled write, 2 after
 	inExclusive bool                        // running alone: inside an exclusive command or runExclusive
+	busied      bool                        // the running command was refused -BUSY midway (runExclusive)
 	wait        func() error                // the journal's wait for this batch's latest write
 	quit        bool                        // close once the replies are flushed
 
@@ -684,6 +685,13 @@ func (c *Conn) call(cmd *Command, args [][]byte) {
 		c.rejectCmd(cmd, errBusyScript)
 		return
 	}
+	if c.busied {
+		// Refused midway, before it changed anything: counted as refused, as at its start.
+		c.busied = false
+		cmd.stats.Reject()
+		c.srv.mstats.Rejected()
+		return
+	}
 	if held != nil {
 		c.pendingCmds-- // counted when it runs
 		c.hold(held, cmd, args)
@@ -711,31 +719,53 @@ func (c *Conn) leaveGate() {
 
 // runExclusive runs fn while no other command runs: for removing keys and for writes that do not
 // commute with adds (see keyspace). Called inside a command, it leaves the gate while it waits
-// for the others and enters it again afterwards.
-func (c *Conn) runExclusive(fn func()) {
+// for the others, and takes its place in the gate again before the others may go on, so that no
+// exclusive run (a script) can come between fn and the rest of the command. Like a command that
+// waits at its start, it gives up when the server is held by a script past busy-reply-threshold:
+// it then answers -BUSY for the command, which must stop, and reports false; fn has not run.
+func (c *Conn) runExclusive(fn func()) bool {
 	if c.inExclusive {
 		fn()
-		return
+		return true
 	}
-	c.outsideGate(func() {
-		c.srv.gate.exclusive(func() {
-			c.inExclusive = true
-			defer func() { c.inExclusive = false }()
-			fn()
-		})
-	})
-}
-
-// outsideGate runs fn from inside a command with the connection out of the gate, so that fn may
-// wait for every other command to end: running alone (runExclusive), or pausing every command
-// for a snapshot's start (SAVE, SHUTDOWN).
-func (c *Conn) outsideGate(fn func()) {
 	was := c.gs.entered
 	c.leaveGate()
-	fn()
-	if was {
-		c.enterGate()
+	if h := upgradeHook.Load(); h != nil {
+		(*h)()
 	}
+	alone := func() {
+		c.inExclusive = true
+		defer func() { c.inExclusive = false }()
+		fn()
+		if was {
+			// Entered again while still alone: the next exclusive run waits for the command's end.
+			c.srv.gate.mark(c.gs.slot)
+			c.gs.entered = true
+		}
+	}
+	if c.replApplier {
+		c.srv.gate.exclusive(alone)
+		return true
+	}
+	if !c.srv.gate.tryExclusive(alone) {
+		c.busied = true
+		c.w.Error(errBusyScript)
+		return false
+	}
+	return true
+}
+
+// upgradeHook, when set (by tests), runs in runExclusive between a command's leaving the gate and
+// its asking to run alone: the instant in which a script may take the gate first.
+var upgradeHook atomic.Pointer[func()]
+
+// outsideGate runs fn from inside a command with the connection out of the gate, so that fn may
+// wait for every other command to end: pausing every command for a snapshot's start (SAVE,
+// SHUTDOWN), or waiting for a blocking command's reply. The command does not enter the gate
+// again (which could wait behind a script): after fn it touches no key, only replies.
+func (c *Conn) outsideGate(fn func()) {
+	c.leaveGate()
+	fn()
 }
 
 // recovered logs a panic caught while serving c, which is then closed. It is the last line of

@@ -48,8 +48,9 @@
 // arrays and its counts atomic increments (see redisbloom.Chain), and tests atomic loads, so adds
 // and tests to one filter run in parallel on every core.
 //
-// Removing or replacing an entry (DEL, UNLINK, RENAME, FLUSHALL, SET, expiry) and overwriting
-// bits with BF.LOADCHUNK are the only operations that do not commute with adds. They run alone:
+// Removing or replacing an entry (DEL, UNLINK, RENAME, FLUSHALL, SET, expiry), copying one
+// (COPY) and overwriting bits with BF.LOADCHUNK are the only operations that do not commute
+// with adds. They run alone:
 // a gate lets one goroutine wait until no command is in flight and run while new ones wait. A
 // connection marks itself in flight from the first command of a batch to the flush, with two
 // stores to its own cache line, so the gate costs the hot path no shared write. EXEC runs its
@@ -58,9 +59,11 @@
 //
 // A Lua script (cmd_script.go, internal/script) runs alone as well, on its caller's goroutine or
 // event loop. Past busy-reply-threshold it declares itself busy: the commands waiting for the
-// gate give up and are answered -BUSY (the allow_busy ones, SCRIPT KILL and SHUTDOWN NOSAVE
-// among them, run beside it), and a helper goroutine serves the caller's event loop meanwhile
-// (loop.serveBusy), so no client waits behind a script that does not end.
+// gate give up and are answered -BUSY, whether they wait at their start or midway to run alone
+// (BF.LOADCHUNK over a filter, a creation over an expired key: TestUpgradeBehindBusyScript);
+// the allow_busy ones, SCRIPT KILL and SHUTDOWN NOSAVE among them, run beside it; and a helper
+// goroutine serves the caller's event loop meanwhile (loop.serveBusy), so no client waits behind
+// a script that does not end.
 //
 // MIGRATE moves keys without stopping the server: it marks them inside an exclusive instant,
 // sends them while other commands run, and deletes them once the target acknowledged; writes to
@@ -122,6 +125,8 @@
 //     later command on it is journaled after its creation;
 //   - everything that removes, replaces or overwrites runs alone (above), so its record is
 //     ordered against all others; a transaction's writes are journaled between MULTI and EXEC;
+//   - a COPY is journaled as what the copy holds (cmd_copy.go): a filter as its dump, a string
+//     as SET, since the source a replay finds may hold bits copied after the COPY;
 //   - expiry times are absolute unix milliseconds (EXPIRE is journaled as PEXPIREAT, SET's EX as
 //     PXAT), and an expired key's removal is journaled as DEL, as Redis propagates it;
 //   - a write to a string or hash is journaled under the value's lock, in the form that replays
