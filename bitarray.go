@@ -142,7 +142,7 @@ func (a bitArray) readPartial(p []byte, off int64) int {
 }
 
 // writeAt overwrites the array's byte view at off with p (io.WriterAt semantics). Whole words are
-// stored atomically; a partly covered word is merged with a compare-and-swap loop, so concurrent
+// stored atomically (storeWords); a partly covered word is merged with a compare-and-swap loop, so concurrent
 // adds to its other bytes are not lost.
 func (a bitArray) writeAt(p []byte, off int64) (int, error) {
 	if off < 0 || off > a.byteLen() || int64(len(p)) > a.byteLen()-off {
@@ -154,7 +154,9 @@ func (a bitArray) writeAt(p []byte, off int64) (int, error) {
 		start := int(off & 7)
 		c := min(8-start, len(p)-n)
 		if c == 8 {
-			atomic.StoreUint64(w, binary.LittleEndian.Uint64(p[n:]))
+			words := (len(p) - n) / 8
+			storeWords(a[off>>3:off>>3+int64(words)], p[n:])
+			c = 8 * words
 		} else {
 			var val, mask [8]byte
 			copy(val[start:], p[n:n+c])
