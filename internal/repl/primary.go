@@ -31,6 +31,9 @@ type link struct {
 	port  int
 	state string // under r.mu
 
+	// What the replica said of itself (REPLCONF).
+	info ReplicaInfo
+
 	// A full sync's: waiting for the next snapshot (the stream is not collected yet), the
 	// snapshot it was given (under r.mu), and where it is handed over.
 	waiting  bool
@@ -92,6 +95,24 @@ type ReplicaInfo struct {
 	ListeningPort int    // REPLCONF listening-port
 	IPAddress     string // REPLCONF ip-address
 	PSync2        bool   // REPLCONF capa psync2
+	EOF           bool   // REPLCONF capa eof: it reads an RDB sent behind an EOF mark
+	// Bloomd is the snapshot format a bloomd replica asked for (REPLCONF capa bloomd or
+	// bloomd-rdb): "bloomd", "rdb", or "" for a Redis replica, which gets an exact RDB file.
+	Bloomd string
+}
+
+// Capa records a capability a replica named in REPLCONF capa.
+func (i *ReplicaInfo) Capa(v string) {
+	switch strings.ToLower(v) {
+	case "psync2":
+		i.PSync2 = true
+	case "eof":
+		i.EOF = true
+	case capaBloomd:
+		i.Bloomd = "bloomd"
+	case capaBloomdRDB:
+		i.Bloomd = "rdb"
+	}
 }
 
 // ServeReplica takes over a connection that sent PSYNC replid offset: it answers with a
@@ -103,7 +124,7 @@ func (r *Repl) ServeReplica(nc net.Conn, buffered []byte, replid string, offsetA
 	if ip == "" {
 		ip, _, _ = net.SplitHostPort(info.Addr)
 	}
-	l := &link{r: r, nc: nc, ip: ip, port: info.ListeningPort, signal: make(chan struct{}, 1), done: make(chan struct{})}
+	l := &link{r: r, nc: nc, ip: ip, port: info.ListeningPort, info: info, signal: make(chan struct{}, 1), done: make(chan struct{})}
 	r.mu.Lock()
 	if r.closed {
 		r.mu.Unlock()
