@@ -456,4 +456,3 @@ func (st *Store) dropLogsBefore(seq uint64, app *appender) {
 		st.fs.SyncDir(st.cfg.Dir)
 	}
 }
-

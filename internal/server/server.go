@@ -93,8 +93,8 @@ type Server struct {
 	// replAddsNew makes the applier add a primary's Bloom filter items as new (see addItems and
 	// repl.Host.SetAddsAsNew); otherwise it adds them as a client's adds.
 	replAddsNew atomic.Bool
-	configFile   string      // the file the settings came from, for CONFIG REWRITE
-	runID        string
+	configFile  string // the file the settings came from, for CONFIG REWRITE
+	runID       string
 
 	mig         migrations    // keys MIGRATE is moving, whose writes wait (migrating.go)
 	migratePool *migrate.Pool // MIGRATE's cached connections (cmd_migrate.go)
