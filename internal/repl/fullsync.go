@@ -102,6 +102,7 @@ func (r *Repl) fullSync(l *link, info ReplicaInfo) error {
 			return err
 		}
 		bw.WriteString(mark)
+		l.waitAck = true
 	} else {
 		fmt.Fprintf(bw, "+FULLRESYNC %s %d\r\n$%d\r\n", j.replid, j.offset, j.snap.Size)
 		if err := j.snap.Write(bw, false, window); err != nil {

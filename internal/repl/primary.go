@@ -49,6 +49,13 @@ type link struct {
 
 	ack     atomic.Int64 // offset the replica acknowledged
 	ackTime atomic.Int64 // unix ns of the last acknowledgement
+	// acked is closed by the replica's first acknowledgement. After an RDB sent behind an
+	// EOF mark the stream waits for it, as Redis 7.0's primary waits: a Redis replica finds
+	// the mark only at the end of what it has read, so no byte may follow it until the
+	// replica has loaded the RDB and said so.
+	acked     chan struct{}
+	ackedOnce sync.Once
+	waitAck   bool
 	once    sync.Once
 	done    chan struct{}
 }
@@ -124,7 +131,7 @@ func (r *Repl) ServeReplica(nc net.Conn, buffered []byte, replid string, offsetA
 	if ip == "" {
 		ip, _, _ = net.SplitHostPort(info.Addr)
 	}
-	l := &link{r: r, nc: nc, ip: ip, port: info.ListeningPort, info: info, signal: make(chan struct{}, 1), done: make(chan struct{})}
+	l := &link{r: r, nc: nc, ip: ip, port: info.ListeningPort, info: info, signal: make(chan struct{}, 1), done: make(chan struct{}), acked: make(chan struct{})}
 	r.mu.Lock()
 	if r.closed {
 		r.mu.Unlock()
@@ -229,6 +236,13 @@ func (d *deadlineWriter) Write(p []byte) (int, error) {
 
 // stream writes the link's buffered stream bytes as they come.
 func (r *Repl) stream(l *link) {
+	if l.waitAck {
+		select {
+		case <-l.acked:
+		case <-l.done:
+			return
+		}
+	}
 	w := &deadlineWriter{nc: l.nc, timeout: r.timeout()}
 	var out []byte
 	for first := true; ; first = false {
@@ -295,6 +309,7 @@ func (r *Repl) readAcks(l *link, buffered []byte) {
 			if off > l.ack.Load() {
 				l.ack.Store(off)
 			}
+			l.ackedOnce.Do(func() { close(l.acked) })
 			l.ackTime.Store(time.Now().UnixNano())
 			close(r.ackChanged)
 			r.ackChanged = make(chan struct{})
