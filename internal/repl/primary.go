@@ -56,8 +56,8 @@ type link struct {
 	acked     chan struct{}
 	ackedOnce sync.Once
 	waitAck   bool
-	once    sync.Once
-	done    chan struct{}
+	once      sync.Once
+	done      chan struct{}
 }
 
 // add queues stream bytes for the replica. Called under r.mu. A replica whose unwritten
