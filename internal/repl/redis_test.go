@@ -161,14 +161,31 @@ type step struct {
 // SET PXAT, EXPIRE as PEXPIREAT, INCRBYFLOAT as SET KEEPTTL, HINCRBYFLOAT as HSET, GETDEL as DEL,
 // GETEX as PEXPIREAT, SETEX as SET PXAT), a transaction and a script; with filters, RedisBloom's
 // writes.
-func workload(round int, filters bool) []step {
+func workload(round int, filters bool) []step { return workloadAt(round, filters, false) }
+
+// farFuture is an expiry time no recording outlives: 2100-01-01.
+const farFuture = 4102444800
+
+// workloadAt is workload; with far, every expiry time is absolute and far in the future, so that
+// a stream recorded from it replays the same years later.
+func workloadAt(round int, filters, far bool) []step {
 	k := func(name string) string { return fmt.Sprintf("%s:%d", name, round) }
 	s := func(args ...any) step { return step{args: args} }
 	r := func(args ...any) step { return step{redisOnly: true, args: args} }
+	ex := func(key string, secs int) step { return s("EXPIRE", key, secs) }
+	exOpt := []any{"EX", 1000}
+	getex := r("GETEX", k("m1"), "EX", 3000)
+	setex := r("SETEX", k("sx"), 300, "v")
+	if far {
+		ex = func(key string, secs int) step { return s("EXPIREAT", key, farFuture+secs) }
+		exOpt = []any{"EXAT", farFuture}
+		getex = r("GETEX", k("m1"), "EXAT", farFuture+3000)
+		setex = r("SET", k("sx"), "v", "PXAT", farFuture*1000+300)
+	}
 	steps := []step{
 		s("SET", k("s"), "hello"),
-		s("SET", k("ex"), "v", "EX", 1000),
-		s("SET", k("px"), "v", "PXAT", time.Now().Add(time.Hour).UnixMilli()),
+		s(append([]any{"SET", k("ex"), "v"}, exOpt...)...),
+		s("SET", k("px"), "v", "PXAT", farFuture*1000+7),
 		s("APPEND", k("s"), " world"),
 		s("SETRANGE", k("s"), 1, "EL"),
 		s("SETBIT", k("bits"), 1000, 1),
@@ -184,19 +201,19 @@ func workload(round int, filters bool) []step {
 		s("HINCRBYFLOAT", k("h"), "fl", "1.5"),
 		s("HSETNX", k("h"), "f1", "ignored"),
 		s("HDEL", k("h"), "f2"),
-		s("EXPIRE", k("h"), 5000),
+		ex(k("h"), 5000),
 		s("SET", k("gone"), "x"),
 		s("DEL", k("gone")),
 		s("SET", k("old"), "renamed"),
 		s("RENAME", k("old"), k("new")),
-		s("SET", k("p"), "v", "EX", 100),
+		s(append([]any{"SET", k("p"), "v"}, exOpt...)...),
 		s("PERSIST", k("p")),
-		s("PEXPIREAT", k("m2"), time.Now().Add(2*time.Hour).UnixMilli()),
+		s("PEXPIREAT", k("m2"), farFuture*1000+1234),
 		s("UNLINK", k("m4")),
 		r("INCRBYFLOAT", k("f"), "2.5"),
 		r("GETDEL", k("m3")),
-		r("GETEX", k("m1"), "EX", 3000),
-		r("SETEX", k("sx"), 300, "v"),
+		getex,
+		setex,
 		r("GETSET", k("s"), "replaced"),
 	}
 	if filters {
@@ -415,5 +432,104 @@ func TestFullSyncUnderAdds(t *testing.T) {
 				t.Errorf("the primary's filter: %s", st["big"])
 			}
 		})
+	}
+}
+
+// TestReplicaOfRedisUnsupported follows a Redis primary whose stream holds what bloomd does not
+// hold: writes to database 1 and a list. With rdb-skip-unknown-types no (the default) the link
+// stops before the first such command, INFO replication says why, and bloomd keeps what it
+// applied; CONFIG SET rdb-skip-unknown-types yes lets it continue from there, skipping and
+// counting them, and applying the rest.
+func TestReplicaOfRedisUnsupported(t *testing.T) {
+	primary, _ := startRedis(t)
+	pc := client(t, primary)
+	ctx := context.Background()
+	replica := startBloomd(t)
+	if _, err := replica.Do("REPLICAOF", "127.0.0.1", portOf(primary)); err != nil {
+		t.Fatal(err)
+	}
+	pc.Set(ctx, "before", "1", 0)
+	sameState(t, primary, replica, "before")
+
+	pipe := pc.Pipeline()
+	pipe.Do(ctx, "SELECT", 1)
+	pipe.Do(ctx, "SET", "elsewhere", "x")
+	pipe.Do(ctx, "SELECT", 0)
+	pipe.Do(ctx, "SET", "after-db1", "y")
+	if _, err := pipe.Exec(ctx); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 10*time.Second, "the link stops", func() bool {
+		return strings.Contains(info(replica, "master_link_error"), "database 1")
+	})
+	if v, _ := replica.Do("GET", "before"); v != "1" {
+		t.Errorf("the replica lost what it applied: GET before = %q", v)
+	}
+	if _, err := replica.Do("CONFIG", "SET", "rdb-skip-unknown-types", "yes"); err != nil {
+		t.Fatal(err)
+	}
+	pc.Do(ctx, "LPUSH", "list", "a", "b")
+	pc.Set(ctx, "last", "z", 0)
+	eventually(t, 10*time.Second, "the replica goes on", func() bool {
+		return info(replica, "slave_repl_offset") == info(primary, "master_repl_offset")
+	})
+	for k, want := range map[string]string{"after-db1": "y", "last": "z", "elsewhere": ""} {
+		if v, _ := replica.Do("GET", k); v != want {
+			t.Errorf("GET %s on the replica: %q, want %q", k, v, want)
+		}
+	}
+	if got := info(replica, "replication_skipped"); got != "command_lpush=1,db_1=1" {
+		t.Errorf("replication_skipped: %q", got)
+	}
+	if got := info(replica, "master_link_error"); got != "" {
+		t.Errorf("master_link_error once the link is up: %q", got)
+	}
+}
+
+// TestFailoverBetweenRedisAndBloomd moves the primary's role from Redis to bloomd and back with
+// REPLICAOF, as Sentinel does: bloomd, a replica of a Redis primary, is promoted; a Redis replica
+// of the same primary follows bloomd with a partial resync (bloomd keeps the primary's history as
+// its secondary ID); writes go on on bloomd; then that Redis replica is promoted and bloomd
+// follows it, again with a partial resync. No full sync after the first, and the data stays
+// equal throughout.
+func TestFailoverBetweenRedisAndBloomd(t *testing.T) {
+	primary, filters := startRedis(t)
+	mod, _ := redisBloomArgs(t)
+	other := redistest.New(t, &redistest.Options{Args: mod})
+	bloomd := startBloomd(t)
+	for _, s := range []*redistest.Server{bloomd, other} {
+		if _, err := s.Do("REPLICAOF", "127.0.0.1", portOf(primary)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	run(t, client(t, primary), workload(0, filters), true)
+	sameState(t, primary, bloomd, "bloomd follows Redis")
+	sameState(t, primary, other, "the other replica follows Redis")
+
+	// Redis's primary goes; bloomd takes its place; the other replica follows bloomd.
+	primary.Kill()
+	if _, err := bloomd.Do("REPLICAOF", "NO", "ONE"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := other.Do("REPLICAOF", "127.0.0.1", portOf(bloomd)); err != nil {
+		t.Fatal(err)
+	}
+	run(t, client(t, bloomd), workload(1, filters), false)
+	sameState(t, bloomd, other, "Redis follows bloomd")
+	if full, partial := info(bloomd, "sync_full"), info(bloomd, "sync_partial_ok"); full != "0" || partial != "1" {
+		t.Errorf("the Redis replica's move to bloomd: sync_full %s, sync_partial_ok %s", full, partial)
+	}
+
+	// And back: the Redis replica is promoted, bloomd follows it.
+	if _, err := other.Do("REPLICAOF", "NO", "ONE"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := bloomd.Do("REPLICAOF", "127.0.0.1", portOf(other)); err != nil {
+		t.Fatal(err)
+	}
+	run(t, client(t, other), workload(2, filters), true)
+	sameState(t, other, bloomd, "bloomd follows Redis again")
+	if full, partial := info(other, "sync_full"), info(other, "sync_partial_ok"); full != "0" || partial != "1" {
+		t.Errorf("bloomd's move back to Redis: sync_full %s, sync_partial_ok %s", full, partial)
 	}
 }
