@@ -124,7 +124,16 @@ func readSync(r *bufio.Reader, size int64, name string, sink Sink, opts RDBOptio
 		rc.Header, rc.Stats, err = ReadSnapshot(src, size, name, sink)
 		return rc, err
 	}
-	return rc, fmt.Errorf("%w: %s: neither an RDB file nor a bloomd snapshot: it starts with %q", ErrRDBDamaged, name, head)
+	return rc, CheckSyncFormat(head)
+}
+
+// CheckSyncFormat returns nil if a full sync's snapshot that begins with head (its first 9
+// bytes) is in a format ReadSync reads, or the error that refuses it.
+func CheckSyncFormat(head []byte) error {
+	if f := magicOf(head); f == "rdb" || f == "snapshot" {
+		return nil
+	}
+	return fmt.Errorf("%w: the primary's snapshot is neither an RDB file nor a bloomd snapshot: it starts with %q", ErrRDBDamaged, head)
 }
 
 // A receiveFile writes a snapshot being received to the store's temporary file, as the store's
@@ -280,6 +289,11 @@ func (st *Store) ReceiveFile(copyTo func(w io.Writer) (int64, error), sink Sink,
 		}
 		if err != nil {
 			return Received{}, fmt.Errorf("the snapshot's transfer was cut short after %d bytes (the data is kept as it was): %w", n, err)
+		}
+		var head [9]byte
+		f.ReadAt(head[:], 0)
+		if err := CheckSyncFormat(head[:min(n, 9)]); err != nil {
+			return Received{}, err
 		}
 		flush()
 		rc, err := readSync(bufio.NewReaderSize(io.NewSectionReader(f, 0, n), 1<<20), n, "the primary's snapshot", sink, st.config().RDB, nil)

@@ -340,6 +340,11 @@ func loadThroughFile(p *repl.Payload, cfg Config, sink dataKeyspace, flush func(
 	if err != nil {
 		return persist.Received{}, fmt.Errorf("the snapshot's transfer was cut short after %d bytes (the data is kept as it was): %w", n, err)
 	}
+	var head [9]byte
+	f.ReadAt(head[:], 0)
+	if err := persist.CheckSyncFormat(head[:min(n, 9)]); err != nil {
+		return persist.Received{}, err
+	}
 	flush()
 	return persist.ReadSync(bufio.NewReaderSize(io.NewSectionReader(f, 0, n), 1<<20), n, "the primary's snapshot", sink, cfg.rdbOptions())
 }
