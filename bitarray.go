@@ -108,17 +108,37 @@ func (a bitArray) readAt(p []byte, off int64) (int, error) {
 		return 0, io.EOF
 	}
 	n := 0
-	for n < len(p) && off < a.byteLen() {
-		var buf [8]byte
-		binary.LittleEndian.PutUint64(buf[:], atomic.LoadUint64(&a[off>>3]))
-		c := copy(p[n:], buf[off&7:])
-		n += c
-		off += int64(c)
+	// A word at a time, each loaded atomically (adds may be setting bits in it); the whole
+	// words in the middle are stored straight into p, without a copy call per word, which
+	// made a snapshot's copy of a large filter cost three times more CPU.
+	if off&7 != 0 {
+		n = a.readPartial(p, off)
+		off += int64(n)
+	}
+	if words := min(int64(len(p)-n)/8, int64(len(a))-off>>3); words > 0 {
+		src := a[off>>3 : off>>3+words]
+		dst := p[n : n+8*len(src)]
+		for i := range src {
+			binary.LittleEndian.PutUint64(dst[8*i:], atomic.LoadUint64(&src[i]))
+		}
+		n += len(dst)
+		off += int64(len(dst))
+	}
+	if n < len(p) && off < a.byteLen() {
+		n += a.readPartial(p[n:], off)
 	}
 	if n < len(p) {
 		return n, io.EOF
 	}
 	return n, nil
+}
+
+// readPartial copies into p the bytes of the word holding byte off, from off on, and returns how
+// many.
+func (a bitArray) readPartial(p []byte, off int64) int {
+	var buf [8]byte
+	binary.LittleEndian.PutUint64(buf[:], atomic.LoadUint64(&a[off>>3]))
+	return copy(p, buf[off&7:])
 }
 
 // writeAt overwrites the array's byte view at off with p (io.WriterAt semantics). Whole words are

@@ -225,6 +225,11 @@ func (f *Blocked) add(h1, h2 uint64) bool {
 		atomic.OrUint64(p1, m1)
 		return true
 	}
+	return f.addBlock(blk, h2)
+}
+
+// addBlock is add for filters of 1, 4 or 8 sectors, given the key's block.
+func (f *Blocked) addBlock(blk *[blockWords]uint64, h2 uint64) bool {
 	var word [blockWords]int
 	var missing [blockWords]uint64
 	var any uint64

@@ -337,6 +337,32 @@ func TestReadAtWriteAt(t *testing.T) {
 	}
 }
 
+// TestReadAtEveryRange reads every range of a small filter's bytes, aligned to words or not,
+// inside the array or across its end, and compares with the bytes written.
+func TestReadAtEveryRange(t *testing.T) {
+	f, _ := bloom.NewWithParams(320, 3, bloom.RedisBloom64) // 40 bytes: five words
+	src := make([]byte, 40)
+	for i := range src {
+		src[i] = byte(i*53 + 7)
+	}
+	if _, err := f.WriteAt(src, 0); err != nil {
+		t.Fatal(err)
+	}
+	for off := 0; off <= 41; off++ {
+		for n := 0; n <= 42-off; n++ {
+			got := make([]byte, n)
+			k, err := f.ReadAt(got, int64(off))
+			want := src[min(off, 40):min(off+n, 40)]
+			if k != len(want) || string(got[:k]) != string(want) {
+				t.Fatalf("ReadAt(%d bytes, %d) = %d bytes %x; want %x", n, off, k, got[:k], want)
+			}
+			if (err == nil) != (off+n <= 40 && off < 40) {
+				t.Fatalf("ReadAt(%d bytes, %d): error %v", n, off, err)
+			}
+		}
+	}
+}
+
 func TestConcurrentUnionAndAdd(t *testing.T) {
 	a, _ := bloom.New(10_000, 0.01)
 	b, _ := bloom.New(10_000, 0.01)

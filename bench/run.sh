@@ -16,6 +16,8 @@
 #
 # Environment: REDISBLOOM_SO names a RedisBloom 2.6 module (redisbloom.so, built from
 # RedisBloom's sources for the installed redis-server) for the sections that compare with it.
+# NOTE, if set, is written into the raw output's header and printed above the table (to mark a
+# run made on a busy machine, say). SCALING_N and SCALING_ROUNDS shorten the scaling section.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 bench=$root/bench
@@ -29,15 +31,18 @@ sections=(
   "batch|3 min, 1 GB|AddMany/TestMany against random and dependent loads, n = 1e7 and 1e8"
   "memory|1 min|bits per key and measured false-positive rate of every type at p = 0.1, 0.01, 0.001"
   "bloomd|11 min|bloomd against RedisBloom: server CPU per BF.* command and PING at -P 1 and -P 16 (REDISBLOOM_SO)"
+  "scaling|1.5 min per step|throughput and CPU per command against io-threads, client pinned apart (peer: REDISBLOOM_SO)"
   "redisfilter|3 min|redisfilter's forms against RedisBloom on the same redis-server (REDISBLOOM_SO)"
   "durability|5 min, 1 GB of disk|bloomd's appendfsync settings against each other; snapshot save and load"
   "rdb|2 min, 6 GB, 3 GB of disk|a 1 GB filter in Redis's formats: RDB save and load, MIGRATE, against RedisBloom (REDISBLOOM_SO)"
+  "snapshot|15 min, 5 GB|BF.ADD latency during BGSAVE and BGREWRITEAOF of a 2.1 GB filter, save time, memory; against Redis + RedisBloom (REDISBLOOM_SO); ITEMS sets the size"
   "cuckoo|4 min|the cuckoo filter against the Bloom filters at equal FPP"
   "cuckoo-bloomd|2 min|bloomd against RedisBloom: server CPU per CF.* command (REDISBLOOM_SO)"
   "replication|3 min|a primary's CPU per BF.ADD with 0, 1 and 2 replicas"
   "fullsync|3 min, 4 GB, 2 GB of disk|a replica's full sync of a 1 GB filter under BF.ADD clients against cp + sync of its snapshot; with redis-server (REDISBLOOM_SO)"
   "monitoring|3 min|bloomd's CPU per BF.ADD with a /metrics scrape every second, and without"
   "acl|1 min|the permission check per command: the default user and a user with three key patterns"
+  "cluster|4 min, 1 GB|a three-primary cluster against one node, a redirection's cost, failover time, resharding a 1 GB filter"
 )
 
 usage() {
@@ -78,6 +83,7 @@ measure() {
     echo "# date: $(date -u +%Y-%m-%d)"
     echo "# machine: $(machine)"
     echo "# load average at start: $(loadavg)"
+    [ -z "${NOTE:-}" ] || echo "# note: $NOTE"
   } >"$tmp"
   echo "bench/run.sh: $section: $*" >&2
   if ! "$@" >>"$tmp"; then
@@ -169,15 +175,18 @@ run_section() {
   batch) measure batch batch.txt gotest "$bench" -bench 'Filters/n=1e[78]/op=(TestPresent|AddMany|TestManyPresent|TestManyAbsent|RandomLoad|DependentLoad)/impl=(classic|blocked|pages-4KiB|pages-2MiB)$' -large -count 6 -benchtime 0.5s -timeout 0 ;;
   memory) measure memory memory-fpp.txt env BLOOM_FPP_N=1000000 sh -c "cd '$root' && go test -count 1 -run '^TestFPPTable\$' -v . | grep '^ *|' | sed 's/^ *//'" ;;
   bloomd) need_rb bloomd && measure bloomd bloomd-vs-redisbloom.txt env N=600000 ROUNDS=12 "$bench/server-cpu.sh" ;;
+  scaling) measure scaling scaling.txt env N="${SCALING_N:-1000000}" ROUNDS="${SCALING_ROUNDS:-3}" "$bench/scaling.sh" ;;
   redisfilter) need_rb redisfilter && measure redisfilter redisfilter.txt gotest "$root/redisfilter" -bench . -benchtime 1s -count 6 ;;
   durability) measure durability durability.txt env N=200000 ROUNDS=3 GB=1 "$root/internal/persist/bench.sh" ;;
   rdb) need_rb rdb && measure rdb rdb.txt env GB=1 "$bench/rdb.sh" ;;
+  snapshot) measure snapshot snapshot.txt env ITEMS="${ITEMS:-1200000000}" REQUESTS="${REQUESTS:-400000}" ROUNDS="${ROUNDS:-3}" "$bench/snapshot.sh" ;;
   cuckoo) measure cuckoo cuckoo.txt gotest "$root" -bench CuckooVsBloom -benchtime 300000x -count 6 -timeout 0 ;;
   cuckoo-bloomd) need_rb cuckoo-bloomd && measure cuckoo-bloomd cuckoo-bloomd-vs-redisbloom.txt env N=500000 "$bench/cf_cpu.sh" ;;
   replication) measure replication replication.txt gotest "$root/internal/repl" -bench PrimaryCPU -benchtime 200000x -count 6 ;;
   fullsync) measure fullsync fullsync.txt env GB=1 "$bench/fullsync.sh" ;;
   monitoring) measure monitoring monitoring.txt env N=300000 ROUNDS=4 "$bench/scrape.sh" ;;
   acl) measure acl acl-check.txt gotest "$root/internal/acl" -bench Check -benchtime 2000000x -count 6 ;;
+  cluster) measure cluster cluster.txt env N=1000000 ROUNDS=3 FILTER_MB=1024 "$bench/cluster.sh" ;;
   esac
 }
 
@@ -189,15 +198,18 @@ render_section() {
   batch) f=batch.txt ;;
   memory) f=memory-fpp.txt ;;
   bloomd) f=bloomd-vs-redisbloom.txt ;;
+  scaling) f=scaling.txt ;;
   redisfilter) f=redisfilter.txt ;;
   durability) f=durability.txt ;;
   rdb) f=rdb.txt ;;
+  snapshot) f=snapshot.txt ;;
   cuckoo) f=cuckoo.txt ;;
   cuckoo-bloomd) f=cuckoo-bloomd-vs-redisbloom.txt ;;
   replication) f=replication.txt ;;
   fullsync) f=fullsync.txt ;;
   monitoring) f=monitoring.txt ;;
   acl) f=acl-check.txt ;;
+  cluster) f=cluster.txt ;;
   esac
   if [ ! -f "$results/$f" ]; then
     echo "bench/run.sh: $1: no bench/results/$f yet; run bench/run.sh $1" >&2
@@ -226,10 +238,10 @@ render_section() {
     acl)
       stat "$f" -row /user -col .name -- -units sec/op -row-head user -rename 'Check=ns per check,3-key-patterns=three key patterns (~a:* %R~b:* %W~c:*),default=default (+@all ~* &*)'
       ;;
-    bloomd | durability | memory | rdb | fullsync)
+    bloomd | scaling | durability | memory | rdb | snapshot | fullsync)
       quote "$f"
       ;;
-    cuckoo-bloomd | monitoring)
+    cuckoo-bloomd | monitoring | cluster)
       echo '```'
       quote "$f"
       echo '```'

@@ -3,6 +3,7 @@ package redisbloom
 import (
 	"encoding/binary"
 	"fmt"
+	"iter"
 
 	"github.com/bloomd/bloom"
 )
@@ -149,4 +150,33 @@ func CFLoadChunk(c *bloom.Cuckoo, pos int64, data []byte) error {
 		return fmt.Errorf("%w: %w", ErrCFChunk, err)
 	}
 	return nil
+}
+
+// CFChunks returns c's complete dump in the pairs CF.LOADCHUNK takes: (1, header), then
+// (position, chunk) for every chunk, oldest sub-filter first, split as CF.SCANDUMP splits them.
+// Unlike CF.SCANDUMP it dumps a filter that holds no items too. The chunks are read into one
+// buffer, which the next step reuses: a caller copies what it keeps. c must not change meanwhile.
+func CFChunks(c *bloom.Cuckoo) iter.Seq2[int64, []byte] {
+	return func(yield func(int64, []byte) bool) {
+		if !yield(1, CFHeader(c)) {
+			return
+		}
+		var buf []byte
+		pos := int64(1)
+		for i, size := range c.FilterBytes() {
+			for off := uint64(0); off < size; {
+				n := min(MaxChunkSize, size-off)
+				if uint64(cap(buf)) < n {
+					buf = make([]byte, n)
+				}
+				data := buf[:n]
+				c.ReadSlots(i, off, data)
+				off += n
+				pos += int64(n)
+				if !yield(pos, data) {
+					return
+				}
+			}
+		}
+	}
 }

@@ -110,6 +110,49 @@ func TestCFScanDumpEmptyAndPositions(t *testing.T) {
 	}
 }
 
+// CFChunks dumps what CF.SCANDUMP dumps, as pairs that load into an equal filter, and an empty
+// filter too (which CF.SCANDUMP does not dump).
+func TestCFChunks(t *testing.T) {
+	full, _ := bloom.NewCuckoo(100, &bloom.CuckooOptions{Expansion: 1})
+	for i := range 300 {
+		_ = full.Add([]byte{byte(i), byte(i >> 8)})
+	}
+	full.Remove([]byte{1, 0})
+	empty, _ := bloom.NewCuckoo(5000, nil)
+	for _, c := range []*bloom.Cuckoo{full, empty} {
+		var d *bloom.Cuckoo
+		var err error
+		n := 0
+		for pos, data := range redisbloom.CFChunks(c) {
+			if n == 0 {
+				if pos != 1 {
+					t.Fatalf("first pair at position %d", pos)
+				}
+				if d, err = redisbloom.LoadCFHeader(data, nil); err != nil {
+					t.Fatal(err)
+				}
+			} else if err := redisbloom.CFLoadChunk(d, pos, append([]byte(nil), data...)); err != nil {
+				t.Fatalf("chunk at %d: %v", pos, err)
+			}
+			n++
+		}
+		if n != 1+len(c.FilterBytes()) {
+			t.Errorf("%d pairs for %d sub-filters", n, len(c.FilterBytes()))
+		}
+		if d.Info() != c.Info() {
+			t.Errorf("loaded %+v, want %+v", d.Info(), c.Info())
+		}
+		for i, size := range c.FilterBytes() {
+			a, b := make([]byte, size), make([]byte, size)
+			c.ReadSlots(i, 0, a)
+			d.ReadSlots(i, 0, b)
+			if string(a) != string(b) {
+				t.Errorf("sub-filter %d differs", i)
+			}
+		}
+	}
+}
+
 func cfHeader(items, buckets, deletes, filters uint64, bs, mi, exp uint16) []byte {
 	le := binary.LittleEndian
 	b := le.AppendUint64(nil, items)

@@ -2,8 +2,11 @@ package redisfilter
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"sync"
@@ -191,7 +194,7 @@ func newBenchForms(b *testing.B) *benchForms {
 		}
 		fs.modules = append(fs.modules, namedFilter{"module-redisbloom", f})
 	}
-	f, err := NewModule(ctx, bloomdClient(b), uniqueName(b), benchN, benchP, nil)
+	f, err := NewModule(ctx, bloomdProcessClient(b), uniqueName(b), benchN, benchP, nil)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -344,4 +347,62 @@ func BenchmarkTestMany(b *testing.B) {
 			}
 		})
 	}
+}
+
+var bloomdProc struct {
+	once sync.Once
+	srv  *redistest.Server
+	skip string
+	err  error
+}
+
+// bloomdProcess builds cmd/bloomd from this module and runs it on a free loopback port, once per
+// test binary, for the benchmarks: a process of its own, as the redis-server it is compared with
+// (the tests use an in-process bloomd, bloomdClient).
+func bloomdProcess(tb testing.TB) *redistest.Server {
+	tb.Helper()
+	bloomdProc.once.Do(func() {
+		root, err := filepath.Abs("..")
+		if err != nil {
+			bloomdProc.err = err
+			return
+		}
+		if _, err := os.Stat(filepath.Join(root, "cmd", "bloomd", "main.go")); err != nil {
+			bloomdProc.skip = "cmd/bloomd is not in the tree; module mode against bloomd is not tested"
+			return
+		}
+		dir, err := os.MkdirTemp("", "redisfilter-bloomd-")
+		if err != nil {
+			bloomdProc.err = err
+			return
+		}
+		redistest.AtExit(func() { os.RemoveAll(dir) })
+		bin := filepath.Join(dir, "bloomd")
+		build := exec.Command("go", "build", "-o", bin, "./cmd/bloomd")
+		build.Dir = root
+		if out, err := build.CombinedOutput(); err != nil {
+			bloomdProc.err = errors.New("building cmd/bloomd: " + err.Error() + ": " + string(out))
+			return
+		}
+		bloomdProc.srv, bloomdProc.err = redistest.StartProgram(bin, bloomdPassword, func(port int, dir string) []string {
+			return []string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--dir", dir, "--requirepass", bloomdPassword}
+		})
+		if bloomdProc.srv != nil {
+			redistest.AtExit(func() { bloomdProc.srv.Close() })
+		}
+	})
+	if bloomdProc.skip != "" {
+		tb.Skip(bloomdProc.skip)
+	}
+	if bloomdProc.err != nil {
+		tb.Fatal(bloomdProc.err)
+	}
+	return bloomdProc.srv
+}
+
+func bloomdProcessClient(tb testing.TB) *redis.Client {
+	s := bloomdProcess(tb)
+	c := redis.NewClient(&redis.Options{Addr: s.Addr, Password: s.Password})
+	tb.Cleanup(func() { c.Close() })
+	return c
 }

@@ -79,135 +79,138 @@ func TestCountingAddRemove(t *testing.T) {
 // TestCountingSaturation: counters stop at 15 and then never decrement, so a key added more than
 // 15 times stays present however often it is removed, and Add twice / Remove once keeps it.
 func TestCountingSaturation(t *testing.T) {
-	c := standalone(t)
-	ctx := ctxT(t)
-	f, err := NewCounting(ctx, c, uniqueName(t), 1000, 0.01, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	twice := []byte("twice")
-	for range 2 {
-		if _, err := f.Add(ctx, twice); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := f.Remove(ctx, twice); err != nil {
-		t.Fatal(err)
-	}
-	if ok, err := f.Test(ctx, twice); err != nil || !ok {
-		t.Fatalf("after 2 adds and 1 remove, Test = %v, %v; want present", ok, err)
-	}
-	if err := f.Remove(ctx, twice); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Remove(ctx, twice); !errors.Is(err, ErrNotPresent) {
-		t.Fatalf("third Remove of a key added twice: err = %v; want ErrNotPresent", err)
-	}
-
-	hot := []byte("hot")
-	for i := range 20 {
-		isNew, err := f.Add(ctx, hot)
+	servers(t, func(t *testing.T, c *redis.Client) {
+		ctx := ctxT(t)
+		f, err := NewCounting(ctx, c, uniqueName(t), 1000, 0.01, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if isNew != (i == 0) {
-			t.Fatalf("Add #%d of the same key reported new=%v", i+1, isNew)
+		twice := []byte("twice")
+		for range 2 {
+			if _, err := f.Add(ctx, twice); err != nil {
+				t.Fatal(err)
+			}
 		}
-	}
-	for _, v := range counters(t, c, f, hot) {
-		if v != 15 {
-			t.Fatalf("counters after 20 adds = %v; want all saturated at 15", counters(t, c, f, hot))
+		if err := f.Remove(ctx, twice); err != nil {
+			t.Fatal(err)
 		}
-	}
-	for range 25 {
-		if err := f.Remove(ctx, hot); err != nil {
-			t.Fatalf("Remove of a saturated key: %v", err)
+		if ok, err := f.Test(ctx, twice); err != nil || !ok {
+			t.Fatalf("after 2 adds and 1 remove, Test = %v, %v; want present", ok, err)
 		}
-	}
-	for _, v := range counters(t, c, f, hot) {
-		if v != 15 {
-			t.Fatalf("saturated counters changed by Remove: %v", counters(t, c, f, hot))
+		if err := f.Remove(ctx, twice); err != nil {
+			t.Fatal(err)
 		}
-	}
+		if err := f.Remove(ctx, twice); !errors.Is(err, ErrNotPresent) {
+			t.Fatalf("third Remove of a key added twice: err = %v; want ErrNotPresent", err)
+		}
+
+		hot := []byte("hot")
+		for i := range 20 {
+			isNew, err := f.Add(ctx, hot)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if isNew != (i == 0) {
+				t.Fatalf("Add #%d of the same key reported new=%v", i+1, isNew)
+			}
+		}
+		for _, v := range counters(t, c, f, hot) {
+			if v != 15 {
+				t.Fatalf("counters after 20 adds = %v; want all saturated at 15", counters(t, c, f, hot))
+			}
+		}
+		for range 25 {
+			if err := f.Remove(ctx, hot); err != nil {
+				t.Fatalf("Remove of a saturated key: %v", err)
+			}
+		}
+		for _, v := range counters(t, c, f, hot) {
+			if v != 15 {
+				t.Fatalf("saturated counters changed by Remove: %v", counters(t, c, f, hot))
+			}
+		}
+	})
 }
 
 func TestCountingParams(t *testing.T) {
-	c := standalone(t)
-	ctx := ctxT(t)
-	name := uniqueName(t)
-	f, err := NewCounting(ctx, c, name, 1000, 0.01, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := NewCounting(ctx, c, name, 2000, 0.01, nil); !errors.Is(err, ErrConfigMismatch) {
-		t.Fatalf("NewCounting with other n: err = %v; want ErrConfigMismatch", err)
-	}
-	if _, err := New(ctx, c, name, 1000, 0.01, nil); !errors.Is(err, ErrConfigMismatch) || !strings.Contains(err.Error(), "kind: stored counting, this handle classic") {
-		t.Fatalf("a classic handle on a counting filter: err = %v", err)
-	}
-	if _, err := Open(ctx, c, name, nil); !errors.Is(err, ErrConfigMismatch) {
-		t.Fatalf("Open (classic) of a counting filter: err = %v; want ErrConfigMismatch", err)
-	}
-	o, err := OpenCounting(ctx, c, name, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if o.M() != f.M() || o.K() != f.K() {
-		t.Fatalf("OpenCounting: m=%d k=%d; want %d, %d", o.M(), o.K(), f.M(), f.K())
-	}
-	if _, err := NewCounting(ctx, c, uniqueName(t), 1e9, 0.01, nil); !errors.Is(err, ErrInvalid) {
-		t.Fatalf("NewCounting beyond MaxCounters: err = %v; want ErrInvalid", err)
-	}
-	if err := f.Remove(ctx, []byte("x")); !errors.Is(err, ErrNotPresent) {
-		t.Fatalf("Remove from an empty filter: err = %v", err)
-	}
+	servers(t, func(t *testing.T, c *redis.Client) {
+		ctx := ctxT(t)
+		name := uniqueName(t)
+		f, err := NewCounting(ctx, c, name, 1000, 0.01, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := NewCounting(ctx, c, name, 2000, 0.01, nil); !errors.Is(err, ErrConfigMismatch) {
+			t.Fatalf("NewCounting with other n: err = %v; want ErrConfigMismatch", err)
+		}
+		if _, err := New(ctx, c, name, 1000, 0.01, nil); !errors.Is(err, ErrConfigMismatch) || !strings.Contains(err.Error(), "kind: stored counting, this handle classic") {
+			t.Fatalf("a classic handle on a counting filter: err = %v", err)
+		}
+		if _, err := Open(ctx, c, name, nil); !errors.Is(err, ErrConfigMismatch) {
+			t.Fatalf("Open (classic) of a counting filter: err = %v; want ErrConfigMismatch", err)
+		}
+		o, err := OpenCounting(ctx, c, name, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if o.M() != f.M() || o.K() != f.K() {
+			t.Fatalf("OpenCounting: m=%d k=%d; want %d, %d", o.M(), o.K(), f.M(), f.K())
+		}
+		if _, err := NewCounting(ctx, c, uniqueName(t), 1e9, 0.01, nil); !errors.Is(err, ErrInvalid) {
+			t.Fatalf("NewCounting beyond MaxCounters: err = %v; want ErrInvalid", err)
+		}
+		if err := f.Remove(ctx, []byte("x")); !errors.Is(err, ErrNotPresent) {
+			t.Fatalf("Remove from an empty filter: err = %v", err)
+		}
+	})
 }
 
 // TestCountingMatchesCore runs one sequence of adds (some repeated) and removes (some of keys
 // never added) on a Redis counting filter and on the core library's bloom.Counting with the same
 // sizing: every answer agrees.
 func TestCountingMatchesCore(t *testing.T) {
-	c := standalone(t)
-	ctx := ctxT(t)
-	f, err := NewCounting(ctx, c, uniqueName(t), 500, 0.05, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	core, err := bloom.NewCounting(500, 0.05)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if core.M() != f.M() || core.K() != f.K() {
-		t.Fatalf("sizes differ: Redis m=%d k=%d, core m=%d k=%d", f.M(), f.K(), core.M(), core.K())
-	}
-	rng := rand.New(rand.NewPCG(7, 7)) // fixed seed
-	for i := range 3000 {
-		key := []byte(fmt.Sprintf("key-%d", rng.IntN(800)))
-		switch rng.IntN(3) {
-		case 0, 1:
-			got, err := f.Add(ctx, key)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if want := core.Add(key); got != want {
-				t.Fatalf("op %d: Add(%q) = %v; core %v", i, key, got, want)
-			}
-		case 2:
-			err := f.Remove(ctx, key)
-			cerr := core.Remove(key)
-			if (err == nil) != (cerr == nil) || (err != nil && !errors.Is(err, ErrNotPresent)) {
-				t.Fatalf("op %d: Remove(%q) = %v; core %v", i, key, err, cerr)
+	servers(t, func(t *testing.T, c *redis.Client) {
+		ctx := ctxT(t)
+		f, err := NewCounting(ctx, c, uniqueName(t), 500, 0.05, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		core, err := bloom.NewCounting(500, 0.05)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if core.M() != f.M() || core.K() != f.K() {
+			t.Fatalf("sizes differ: Redis m=%d k=%d, core m=%d k=%d", f.M(), f.K(), core.M(), core.K())
+		}
+		rng := rand.New(rand.NewPCG(7, 7)) // fixed seed
+		for i := range 3000 {
+			key := []byte(fmt.Sprintf("key-%d", rng.IntN(800)))
+			switch rng.IntN(3) {
+			case 0, 1:
+				got, err := f.Add(ctx, key)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if want := core.Add(key); got != want {
+					t.Fatalf("op %d: Add(%q) = %v; core %v", i, key, got, want)
+				}
+			case 2:
+				err := f.Remove(ctx, key)
+				cerr := core.Remove(key)
+				if (err == nil) != (cerr == nil) || (err != nil && !errors.Is(err, ErrNotPresent)) {
+					t.Fatalf("op %d: Remove(%q) = %v; core %v", i, key, err, cerr)
+				}
 			}
 		}
-	}
-	probe := keys("key", 1000)
-	got, err := f.TestMany(ctx, probe)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i, key := range probe {
-		if got[i] != core.Test(key) {
-			t.Fatalf("Test(%q) = %v; core %v", key, got[i], !got[i])
+		probe := keys("key", 1000)
+		got, err := f.TestMany(ctx, probe)
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
+		for i, key := range probe {
+			if got[i] != core.Test(key) {
+				t.Fatalf("Test(%q) = %v; core %v", key, got[i], !got[i])
+			}
+		}
+	})
 }

@@ -3,9 +3,11 @@
 // database" for keys that were never written, before the cache and the database are asked.
 //
 // Filters work over any go-redis v9 client (redis.UniversalClient: a single server, Sentinel or
-// Cluster); authentication and TLS come from the client's own options. Every call takes a
-// context. Contexts bound calls only when the client has ContextTimeoutEnabled set; otherwise the
-// client's read and write timeouts do.
+// Cluster); authentication and TLS come from the client's own options. Every kind works against
+// Redis and against bloomd, which runs the same Lua scripts over the same bitmaps and hashes;
+// the package's tests run against both. Every call takes a context. Contexts bound calls only
+// when the client has ContextTimeoutEnabled set; otherwise the client's read and write timeouts
+// do.
 //
 // # Kinds and layouts
 //

@@ -35,9 +35,4 @@ var (
 	// ErrNoModule reports module mode on a server without the BF.* commands (neither RedisBloom
 	// nor bloomd).
 	ErrNoModule = errors.New("redisfilter: server has no BF.* commands")
-
-	// ErrNoScripting reports a filter of New, Open, NewScalable, NewCounting or NewRedisson
-	// (which run Lua scripts) used on a server without EVAL/EVALSHA, such as bloomd. A server
-	// with the BF.* commands (bloomd, RedisBloom) is used through NewModule.
-	ErrNoScripting = errors.New("redisfilter: this server has no Lua scripting; for bloomd or RedisBloom use NewModule")
 )

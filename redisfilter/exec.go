@@ -77,9 +77,6 @@ func opErr(op, name string, err error) error {
 	if redis.HasErrorPrefix(err, "WRONGTYPE") {
 		return fmt.Errorf("%w: %s %q: %w", ErrWrongType, op, name, err)
 	}
-	if isUnknownCommand(err) && strings.Contains(strings.ToLower(err.Error()), "'eval") {
-		return fmt.Errorf("%w: %s %q: %w", ErrNoScripting, op, name, err)
-	}
 	return fmt.Errorf("redisfilter: %s %q: %w", op, name, err)
 }
 

@@ -1,8 +1,10 @@
 package redisfilter
 
 import (
+	"bufio"
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"regexp"
 	"strconv"
@@ -12,124 +14,182 @@ import (
 	"time"
 
 	"github.com/bloomd/bloom/internal/redistest"
+	"github.com/bloomd/bloom/internal/server"
+	"github.com/bloomd/bloom/internal/servertest"
 	"github.com/redis/go-redis/v9"
 )
 
-// evalshaCalls reads how many EVALSHA and EVAL commands a server has executed.
-func evalCalls(t *testing.T, s *redistest.Server) (evalsha, eval int) {
+// A monitor counts the EVALSHA and EVAL commands a server runs, from its MONITOR feed (exact on
+// Redis and on bloomd alike, where INFO's counts of another connection lag by design).
+type monitor struct {
+	nc            net.Conn
+	r             *bufio.Reader
+	admin         *redis.Client
+	evalsha, eval int
+	seq           int
+}
+
+// newMonitor follows the MONITOR feed of c's server on a connection of its own.
+func newMonitor(t *testing.T, c *redis.Client) *monitor {
 	t.Helper()
-	info, err := s.Do("INFO", "commandstats")
+	o := c.Options()
+	nc, err := net.DialTimeout("tcp", o.Addr, 5*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
-	get := func(cmd string) int {
-		m := regexp.MustCompile(`cmdstat_` + cmd + `:calls=(\d+)`).FindStringSubmatch(info)
-		if m == nil {
-			return 0
+	t.Cleanup(func() { nc.Close() })
+	m := &monitor{nc: nc, r: bufio.NewReader(nc), admin: another(t, c)}
+	nc.SetDeadline(time.Now().Add(10 * time.Second))
+	if o.Password != "" {
+		fmt.Fprintf(nc, "AUTH %s\r\n", o.Password)
+		if l, _ := m.r.ReadString('\n'); !strings.HasPrefix(l, "+OK") {
+			t.Fatalf("AUTH: %q", l)
 		}
-		n, _ := strconv.Atoi(m[1])
-		return n
 	}
-	return get("evalsha"), get("eval")
+	fmt.Fprintf(nc, "MONITOR\r\n")
+	if l, _ := m.r.ReadString('\n'); !strings.HasPrefix(l, "+OK") {
+		t.Fatalf("MONITOR: %q", l)
+	}
+	return m
+}
+
+var monitorCmd = regexp.MustCompile(`^\+\S+ \[[^\]]*\] "([^"]*)"`)
+
+// calls returns how many EVALSHA and EVAL commands the server has run since the monitor began,
+// reading the feed up to an ECHO sent after everything the caller did.
+func (m *monitor) calls(t *testing.T) (evalsha, eval int) {
+	t.Helper()
+	m.seq++
+	marker := fmt.Sprintf("monitor-marker-%d", m.seq)
+	if err := m.admin.Echo(ctxT(t), marker).Err(); err != nil {
+		t.Fatal(err)
+	}
+	m.nc.SetDeadline(time.Now().Add(10 * time.Second))
+	for {
+		l, err := m.r.ReadString('\n')
+		if err != nil {
+			t.Fatalf("reading the MONITOR feed: %v", err)
+		}
+		if strings.Contains(l, `"`+marker+`"`) {
+			return m.evalsha, m.eval
+		}
+		if sub := monitorCmd.FindStringSubmatch(l); sub != nil {
+			switch strings.ToLower(sub[1]) {
+			case "evalsha":
+				m.evalsha++
+			case "eval":
+				m.eval++
+			}
+		}
+	}
+}
+
+// another returns a second client of c's server, with c's options and none of its hooks.
+func another(tb testing.TB, c *redis.Client) *redis.Client {
+	a := redis.NewClient(c.Options())
+	tb.Cleanup(func() { a.Close() })
+	return a
 }
 
 // TestOneRoundTrip proves the round-trip claims with a hook that counts what the client sends and
 // with the server's own command statistics: one EVALSHA per Add and Test, one pipeline per batch,
 // and after SCRIPT FLUSH exactly one retry with EVAL.
 func TestOneRoundTrip(t *testing.T) {
-	srv := redistest.Shared(t)
-	c := standalone(t)
-	hook := &counter{}
-	c.AddHook(hook)
-	ctx := ctxT(t)
-	f, err := New(ctx, c, uniqueName(t), 10000, 0.01, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	split, err := New(ctx, c, uniqueName(t), 10000, 0.01, &Options{PartBits: 8192})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if split.Parts() != 12 {
-		t.Fatalf("split filter has %d parts, want 12", split.Parts())
-	}
-	if _, err := f.Add(ctx, []byte("warm-up")); err != nil { // the script is cached from here on
-		t.Fatal(err)
-	}
-	batch := keys("batch", 1000)
-	check := func(what string, wantSingle, wantPipelines, wantPiped int, wantSha, wantEval int, op func() error) {
-		t.Helper()
-		sha0, eval0 := evalCalls(t, srv)
-		hook.reset()
-		if err := op(); err != nil {
-			t.Fatalf("%s: %v", what, err)
+	servers(t, func(t *testing.T, c *redis.Client) {
+		srv := another(t, c)
+		mon := newMonitor(t, c)
+		hook := &counter{}
+		c.AddHook(hook)
+		ctx := ctxT(t)
+		f, err := New(ctx, c, uniqueName(t), 10000, 0.01, nil)
+		if err != nil {
+			t.Fatal(err)
 		}
-		single, pipelines, piped, names := hook.get()
-		if single != wantSingle || pipelines != wantPipelines || piped != wantPiped {
-			t.Errorf("%s: sent %d single commands and %d pipelines of %d commands (%v); want %d, %d, %d",
-				what, single, pipelines, piped, names, wantSingle, wantPipelines, wantPiped)
+		split, err := New(ctx, c, uniqueName(t), 10000, 0.01, &Options{PartBits: 8192})
+		if err != nil {
+			t.Fatal(err)
 		}
-		sha1, eval1 := evalCalls(t, srv)
-		if sha1-sha0 != wantSha || eval1-eval0 != wantEval {
-			t.Errorf("%s: server ran %d EVALSHA and %d EVAL; want %d and %d", what, sha1-sha0, eval1-eval0, wantSha, wantEval)
+		if split.Parts() != 12 {
+			t.Fatalf("split filter has %d parts, want 12", split.Parts())
 		}
-	}
-	check("Add", 1, 0, 0, 1, 0, func() error { _, err := f.Add(ctx, []byte("a")); return err })
-	check("AddMany(nil)", 0, 0, 0, 0, 0, func() error {
-		r, err := f.AddMany(ctx, nil)
-		if len(r) != 0 {
-			t.Errorf("AddMany(nil) = %v", r)
+		if _, err := f.Add(ctx, []byte("warm-up")); err != nil { // the script is cached from here on
+			t.Fatal(err)
 		}
-		return err
-	})
-	check("Test", 1, 0, 0, 1, 0, func() error { _, err := f.Test(ctx, []byte("a")); return err })
-	// 1000 keys at 256 keys per script call: 4 calls in one pipeline.
-	check("AddMany", 0, 1, 4, 4, 0, func() error { _, err := f.AddMany(ctx, batch); return err })
-	check("TestMany", 0, 1, 4, 4, 0, func() error { _, err := f.TestMany(ctx, batch); return err })
-	// A split filter: one call per part per script chunk, still one pipeline.
-	check("split Add", 0, 1, 7, 7, 0, func() error { _, err := split.Add(ctx, []byte("a")); return err })
-	check("split AddMany", 0, 1, 48, 48, 0, func() error { _, err := split.AddMany(ctx, batch); return err })
-	// A batch larger than PipelineKeys is chunked: 1000 keys at 300 per round trip are pipelines
-	// of 300, 300 and 300 keys (2 script calls each) and a last round trip of 100 keys (1 call,
-	// sent alone); every answer is still there.
-	chunked, err := New(ctx, c, uniqueName(t), 10000, 0.01, &Options{PipelineKeys: 300})
-	if err != nil {
-		t.Fatal(err)
-	}
-	check("chunked AddMany", 1, 3, 6, 7, 0, func() error {
-		r, err := chunked.AddMany(ctx, batch)
-		if err == nil && (len(r) != len(batch) || strings.Count(formatBools(r), "1") < 990) {
-			t.Errorf("chunked AddMany returned %d answers, %d new; want %d, nearly all new", len(r), strings.Count(formatBools(r), "1"), len(batch))
+		batch := keys("batch", 1000)
+		check := func(what string, wantSingle, wantPipelines, wantPiped int, wantSha, wantEval int, op func() error) {
+			t.Helper()
+			sha0, eval0 := mon.calls(t)
+			hook.reset()
+			if err := op(); err != nil {
+				t.Fatalf("%s: %v", what, err)
+			}
+			single, pipelines, piped, names := hook.get()
+			if single != wantSingle || pipelines != wantPipelines || piped != wantPiped {
+				t.Errorf("%s: sent %d single commands and %d pipelines of %d commands (%v); want %d, %d, %d",
+					what, single, pipelines, piped, names, wantSingle, wantPipelines, wantPiped)
+			}
+			sha1, eval1 := mon.calls(t)
+			if sha1-sha0 != wantSha || eval1-eval0 != wantEval {
+				t.Errorf("%s: server ran %d EVALSHA and %d EVAL; want %d and %d", what, sha1-sha0, eval1-eval0, wantSha, wantEval)
+			}
 		}
-		return err
-	})
-	check("chunked TestMany", 1, 3, 6, 7, 0, func() error {
-		r, err := chunked.TestMany(ctx, batch)
-		if err == nil && formatBools(r) != strings.Repeat("1", len(batch)) {
-			t.Errorf("chunked TestMany lost keys: %s", formatBools(r))
+		check("Add", 1, 0, 0, 1, 0, func() error { _, err := f.Add(ctx, []byte("a")); return err })
+		check("AddMany(nil)", 0, 0, 0, 0, 0, func() error {
+			r, err := f.AddMany(ctx, nil)
+			if len(r) != 0 {
+				t.Errorf("AddMany(nil) = %v", r)
+			}
+			return err
+		})
+		check("Test", 1, 0, 0, 1, 0, func() error { _, err := f.Test(ctx, []byte("a")); return err })
+		// 1000 keys at 256 keys per script call: 4 calls in one pipeline.
+		check("AddMany", 0, 1, 4, 4, 0, func() error { _, err := f.AddMany(ctx, batch); return err })
+		check("TestMany", 0, 1, 4, 4, 0, func() error { _, err := f.TestMany(ctx, batch); return err })
+		// A split filter: one call per part per script chunk, still one pipeline.
+		check("split Add", 0, 1, 7, 7, 0, func() error { _, err := split.Add(ctx, []byte("a")); return err })
+		check("split AddMany", 0, 1, 48, 48, 0, func() error { _, err := split.AddMany(ctx, batch); return err })
+		// A batch larger than PipelineKeys is chunked: 1000 keys at 300 per round trip are pipelines
+		// of 300, 300 and 300 keys (2 script calls each) and a last round trip of 100 keys (1 call,
+		// sent alone); every answer is still there.
+		chunked, err := New(ctx, c, uniqueName(t), 10000, 0.01, &Options{PipelineKeys: 300})
+		if err != nil {
+			t.Fatal(err)
 		}
-		return err
-	})
+		check("chunked AddMany", 1, 3, 6, 7, 0, func() error {
+			r, err := chunked.AddMany(ctx, batch)
+			if err == nil && (len(r) != len(batch) || strings.Count(formatBools(r), "1") < 990) {
+				t.Errorf("chunked AddMany returned %d answers, %d new; want %d, nearly all new", len(r), strings.Count(formatBools(r), "1"), len(batch))
+			}
+			return err
+		})
+		check("chunked TestMany", 1, 3, 6, 7, 0, func() error {
+			r, err := chunked.TestMany(ctx, batch)
+			if err == nil && formatBools(r) != strings.Repeat("1", len(batch)) {
+				t.Errorf("chunked TestMany lost keys: %s", formatBools(r))
+			}
+			return err
+		})
 
-	if _, err := srv.Do("SCRIPT", "FLUSH"); err != nil {
-		t.Fatal(err)
-	}
-	check("Add after SCRIPT FLUSH", 2, 0, 0, 1, 1, func() error {
-		ok, err := f.Add(ctx, []byte("after flush"))
-		if err == nil && !ok {
-			t.Error("Add after SCRIPT FLUSH reported a new key as old")
+		if err := srv.ScriptFlush(ctx).Err(); err != nil {
+			t.Fatal(err)
 		}
-		return err
-	})
-	if _, err := srv.Do("SCRIPT", "FLUSH"); err != nil {
-		t.Fatal(err)
-	}
-	check("AddMany after SCRIPT FLUSH", 0, 2, 8, 4, 4, func() error {
-		r, err := f.AddMany(ctx, keys("after flush batch", 1000))
-		if err == nil && strings.Count(formatBools(r), "1") < 990 {
-			t.Error("AddMany after SCRIPT FLUSH lost its answers")
+		check("Add after SCRIPT FLUSH", 2, 0, 0, 1, 1, func() error {
+			ok, err := f.Add(ctx, []byte("after flush"))
+			if err == nil && !ok {
+				t.Error("Add after SCRIPT FLUSH reported a new key as old")
+			}
+			return err
+		})
+		if err := srv.ScriptFlush(ctx).Err(); err != nil {
+			t.Fatal(err)
 		}
-		return err
+		check("AddMany after SCRIPT FLUSH", 0, 2, 8, 4, 4, func() error {
+			r, err := f.AddMany(ctx, keys("after flush batch", 1000))
+			if err == nil && strings.Count(formatBools(r), "1") < 990 {
+				t.Error("AddMany after SCRIPT FLUSH lost its answers")
+			}
+			return err
+		})
 	})
 }
 
@@ -316,28 +376,29 @@ func TestConfigMismatch(t *testing.T) {
 // TestMissingFilter: a Test on a filter whose keys are gone answers absent and creates nothing;
 // an Add recreates it, parameters first.
 func TestMissingFilter(t *testing.T) {
-	c := standalone(t)
-	ctx := ctxT(t)
-	name := uniqueName(t)
-	f, err := New(ctx, c, name, 1000, 0.01, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Delete(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if r, err := f.TestMany(ctx, keys("x", 10)); err != nil || strings.Contains(formatBools(r), "1") {
-		t.Fatalf("TestMany on a deleted filter = %v, %v; want all absent", r, err)
-	}
-	if n, _ := c.Exists(ctx, f.Keys()...).Result(); n != 0 {
-		t.Fatal("a Test created keys")
-	}
-	if ok, err := f.Add(ctx, []byte("x")); err != nil || !ok {
-		t.Fatalf("Add on a deleted filter = %v, %v", ok, err)
-	}
-	if line, _ := c.HGet(ctx, "{"+name+"}:meta", "params").Result(); line != f.parts[0].want {
-		t.Fatalf("Add recreated parameters %q; want %q", line, f.parts[0].want)
-	}
+	servers(t, func(t *testing.T, c *redis.Client) {
+		ctx := ctxT(t)
+		name := uniqueName(t)
+		f, err := New(ctx, c, name, 1000, 0.01, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := f.Delete(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if r, err := f.TestMany(ctx, keys("x", 10)); err != nil || strings.Contains(formatBools(r), "1") {
+			t.Fatalf("TestMany on a deleted filter = %v, %v; want all absent", r, err)
+		}
+		if n, _ := c.Exists(ctx, f.Keys()...).Result(); n != 0 {
+			t.Fatal("a Test created keys")
+		}
+		if ok, err := f.Add(ctx, []byte("x")); err != nil || !ok {
+			t.Fatalf("Add on a deleted filter = %v, %v", ok, err)
+		}
+		if line, _ := c.HGet(ctx, "{"+name+"}:meta", "params").Result(); line != f.parts[0].want {
+			t.Fatalf("Add recreated parameters %q; want %q", line, f.parts[0].want)
+		}
+	})
 }
 
 // TestWrongType: keys holding other Redis types give ErrWrongType and are left as they were.
@@ -350,7 +411,7 @@ func TestWrongType(t *testing.T) {
 			t.Fatal(err)
 		}
 		bitsKey := "{" + name + "}:bits"
-		if err := c.RPush(ctx, bitsKey, "a list").Err(); err != nil {
+		if err := c.HSet(ctx, bitsKey, "f", "a hash").Err(); err != nil {
 			t.Fatal(err)
 		}
 		for what, op := range map[string]func() error{
@@ -361,11 +422,11 @@ func TestWrongType(t *testing.T) {
 		} {
 			err := op()
 			if !errors.Is(err, ErrWrongType) || !strings.Contains(err.Error(), "WRONGTYPE") {
-				t.Errorf("%s with a list at %s: err = %v; want ErrWrongType", what, bitsKey, err)
+				t.Errorf("%s with a hash at %s: err = %v; want ErrWrongType", what, bitsKey, err)
 			}
 		}
-		if v, err := c.LRange(ctx, bitsKey, 0, -1).Result(); err != nil || len(v) != 1 || v[0] != "a list" {
-			t.Fatalf("the list was changed: %v, %v", v, err)
+		if v, err := c.HGetAll(ctx, bitsKey).Result(); err != nil || len(v) != 1 || v["f"] != "a hash" {
+			t.Fatalf("the hash was changed: %v, %v", v, err)
 		}
 		other := uniqueName(t)
 		if err := c.Set(ctx, "{"+other+"}:meta", "a string", 0).Err(); err != nil {
@@ -388,10 +449,27 @@ func TestWrongType(t *testing.T) {
 	})
 }
 
-// TestServerDown: every call on a dead server returns an error naming the operation, quickly.
+// TestServerDown: every call on a dead server (a redis-server killed, a bloomd shut down)
+// returns an error naming the operation, quickly.
 func TestServerDown(t *testing.T) {
-	s := redistest.New(t, &redistest.Options{Password: "pw"})
-	c := redis.NewClient(&redis.Options{Addr: s.Addr, Password: "pw", MaxRetries: -1, DialTimeout: time.Second, DialerRetries: 1})
+	t.Run("redis", func(t *testing.T) {
+		s := redistest.New(t, &redistest.Options{Password: "pw"})
+		testServerDown(t, s.Addr, "pw", s.Kill)
+	})
+	t.Run("bloomd", func(t *testing.T) {
+		s, addr := servertest.Start(t, &servertest.Options{Config: func(c *server.Config) { c.Requirepass = "pw" }})
+		testServerDown(t, addr, "pw", func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			if err := s.Shutdown(ctx); err != nil {
+				t.Fatal(err)
+			}
+		})
+	})
+}
+
+func testServerDown(t *testing.T, addr, password string, kill func()) {
+	c := redis.NewClient(&redis.Options{Addr: addr, Password: password, MaxRetries: -1, DialTimeout: time.Second, DialerRetries: 1})
 	t.Cleanup(func() { c.Close() })
 	ctx := ctxT(t)
 	f, err := New(ctx, c, "down", 1000, 0.01, nil)
@@ -401,7 +479,7 @@ func TestServerDown(t *testing.T) {
 	if _, err := f.Add(ctx, []byte("before")); err != nil {
 		t.Fatal(err)
 	}
-	s.Kill()
+	kill()
 	for what, op := range map[string]func() error{
 		"Add":     func() error { _, err := f.Add(ctx, []byte("x")); return err },
 		"Test":    func() error { _, err := f.Test(ctx, []byte("x")); return err },
@@ -422,7 +500,8 @@ func TestServerDown(t *testing.T) {
 }
 
 // TestTimeoutAndCancel: a server that stops answering gives a timeout error; a context that
-// ends gives the context's error.
+// ends gives the context's error. What it tests is the client's side, against Redis only: bloomd
+// has no CLIENT PAUSE to stall with.
 func TestTimeoutAndCancel(t *testing.T) {
 	s := redistest.New(t, nil)
 	ctx := ctxT(t)

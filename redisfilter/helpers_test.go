@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/bloomd/bloom/internal/redistest"
+	"github.com/bloomd/bloom/internal/server"
+	"github.com/bloomd/bloom/internal/servertest"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -34,10 +36,37 @@ func cluster(tb testing.TB) *redis.ClusterClient {
 	return c
 }
 
-// topologies runs f once against the standalone server and once against the cluster.
+// bloomdPassword is the requirepass of the tests' bloomd, which has one as the shared
+// redis-server has.
+const bloomdPassword = "bloomd-secret"
+
+// bloomdClient returns a client of a bloomd (internal/server) started in this process for the
+// test, on a free loopback port, and stopped when the test ends.
+func bloomdClient(tb testing.TB) *redis.Client {
+	tb.Helper()
+	_, addr := servertest.Start(tb, &servertest.Options{Config: func(c *server.Config) { c.Requirepass = bloomdPassword }})
+	c := redis.NewClient(&redis.Options{Addr: addr, Password: bloomdPassword})
+	tb.Cleanup(func() { c.Close() })
+	return c
+}
+
+// The suite runs against every server a service may keep its filters in: Redis (the shared
+// redis-server, and the shared Redis Cluster where the layout spreads keys over nodes) and
+// bloomd. What runs against Redis alone says why: the Redis Cluster tests (bloomd is tested as a
+// single server), TestModuleAbsent (plain Redis has no BF.*) and TestTimeoutAndCancel (it stalls
+// the server with CLIENT PAUSE, which bloomd does not have).
+
+// servers runs f against the standalone redis-server and against bloomd.
+func servers(t *testing.T, f func(t *testing.T, c *redis.Client)) {
+	t.Run("redis", func(t *testing.T) { f(t, standalone(t)) })
+	t.Run("bloomd", func(t *testing.T) { f(t, bloomdClient(t)) })
+}
+
+// topologies runs f against the standalone redis-server, the cluster and bloomd.
 func topologies(t *testing.T, f func(t *testing.T, c redis.UniversalClient)) {
 	t.Run("standalone", func(t *testing.T) { f(t, standalone(t)) })
 	t.Run("cluster", func(t *testing.T) { f(t, cluster(t)) })
+	t.Run("bloomd", func(t *testing.T) { f(t, bloomdClient(t)) })
 }
 
 var nameSeq atomic.Int64

@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/bloomd/bloom/internal/redistest"
+	"github.com/redis/go-redis/v9"
 )
 
 // runJava runs SpringHelperCheck with args, feeding it stdin, and returns its output lines.
@@ -38,19 +39,12 @@ func runJava(t *testing.T, classpath string, stdin string, args ...string) []str
 func hexOf(s string) string { return hex.EncodeToString([]byte(s)) }
 
 // TestJavaSpringHelper runs the Spring BloomFilterHelper's arithmetic in real Java (Guava's
-// murmur3_128) against a real redis-server: Java adds with SETBIT and Go's plain-layout handle
-// answers as Java's GETBIT check does for every added and absent key; Go adds and Java finds
-// every key. It covers the three common funnels, with non-ASCII and empty strings, and checks
-// SpringHelperSize against the helper's sizing.
+// murmur3_128) against a real redis-server and against bloomd: Java adds with SETBIT and Go's
+// plain-layout handle answers as Java's GETBIT check does for every added and absent key; Go adds
+// and Java finds every key. It covers the three common funnels, with non-ASCII and empty
+// strings, and checks SpringHelperSize against the helper's sizing (no server involved).
 func TestJavaSpringHelper(t *testing.T) {
 	classpath := redistest.JavaClasspath(t, "the Spring helper test", "testdata/java/SpringHelperCheck.java")
-	srv := redistest.Shared(t)
-	host, port, _ := net.SplitHostPort(srv.Addr)
-	password := srv.Password
-	if password == "" {
-		password = "-"
-	}
-	c := standalone(t)
 
 	t.Run("Size", func(t *testing.T) {
 		type np struct {
@@ -129,6 +123,19 @@ func TestJavaSpringHelper(t *testing.T) {
 	}
 	addedLongs, absentLongs := longs(1500), longs(4000)
 
+	servers(t, func(t *testing.T, c *redis.Client) {
+		host, port, _ := net.SplitHostPort(c.Options().Addr)
+		password := c.Options().Password
+		if password == "" {
+			password = "-"
+		}
+		testJavaFunnels(t, classpath, c, host, port, password, added, absent, addedLongs, absentLongs)
+	})
+}
+
+// testJavaFunnels runs the funnels' round trips between Java's helper and Go's plain layout on
+// the server c (at host:port) talks to.
+func testJavaFunnels(t *testing.T, classpath string, c *redis.Client, host, port, password string, added, absent, addedLongs, absentLongs []string) {
 	for _, fn := range []struct {
 		name string
 		// java is an item as SpringHelperCheck reads it; goKey its bytes as the funnel feeds them.

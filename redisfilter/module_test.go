@@ -2,16 +2,9 @@ package redisfilter
 
 import (
 	"errors"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
-
-	"github.com/bloomd/bloom/internal/redistest"
-	"github.com/redis/go-redis/v9"
 )
 
 // TestModuleAbsent: plain Redis has no BF.* commands; module mode says so clearly.
@@ -37,66 +30,6 @@ func TestModuleAbsent(t *testing.T) {
 			t.Errorf("NewModule(%d, %g, %+v): err = %v; want ErrInvalid", tc.capacity, tc.p, tc.opt, err)
 		}
 	}
-}
-
-var bloomd struct {
-	once sync.Once
-	srv  *redistest.Server
-	skip string
-	err  error
-}
-
-// bloomdPassword is the requirepass of the test bloomd.
-const bloomdPassword = "bloomd-secret"
-
-// bloomdServer builds cmd/bloomd from this module and runs it on a free loopback port, once per
-// test binary. It skips when the tree has no cmd/bloomd yet.
-func bloomdServer(tb testing.TB) *redistest.Server {
-	tb.Helper()
-	bloomd.once.Do(func() {
-		root, err := filepath.Abs("..")
-		if err != nil {
-			bloomd.err = err
-			return
-		}
-		if _, err := os.Stat(filepath.Join(root, "cmd", "bloomd", "main.go")); err != nil {
-			bloomd.skip = "cmd/bloomd is not in the tree; module mode against bloomd is not tested"
-			return
-		}
-		dir, err := os.MkdirTemp("", "redisfilter-bloomd-")
-		if err != nil {
-			bloomd.err = err
-			return
-		}
-		redistest.AtExit(func() { os.RemoveAll(dir) })
-		bin := filepath.Join(dir, "bloomd")
-		build := exec.Command("go", "build", "-o", bin, "./cmd/bloomd")
-		build.Dir = root
-		if out, err := build.CombinedOutput(); err != nil {
-			bloomd.err = errors.New("building cmd/bloomd: " + err.Error() + ": " + string(out))
-			return
-		}
-		bloomd.srv, bloomd.err = redistest.StartProgram(bin, bloomdPassword, func(port int, dir string) []string {
-			return []string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--dir", dir, "--requirepass", bloomdPassword}
-		})
-		if bloomd.srv != nil {
-			redistest.AtExit(func() { bloomd.srv.Close() })
-		}
-	})
-	if bloomd.skip != "" {
-		tb.Skip(bloomd.skip)
-	}
-	if bloomd.err != nil {
-		tb.Fatal(bloomd.err)
-	}
-	return bloomd.srv
-}
-
-func bloomdClient(tb testing.TB) *redis.Client {
-	s := bloomdServer(tb)
-	c := redis.NewClient(&redis.Options{Addr: s.Addr, Password: s.Password})
-	tb.Cleanup(func() { c.Close() })
-	return c
 }
 
 // TestModuleBloomd drives module mode against bloomd: creation, answers, one command per call,
@@ -211,22 +144,4 @@ func formatAny(v any) string {
 		return x
 	}
 	return ""
-}
-
-// TestScriptsOnBloomd: bloomd runs Lua scripts, so the constructors that use them no longer get
-// ErrNoScripting there; whether they succeed depends on the commands their scripts call.
-func TestScriptsOnBloomd(t *testing.T) {
-	c := bloomdClient(t)
-	ctx := ctxT(t)
-	name := uniqueName(t)
-	for what, call := range map[string]func() error{
-		"New":         func() error { _, err := New(ctx, c, name, 1000, 0.01, nil); return err },
-		"NewScalable": func() error { _, err := NewScalable(ctx, c, name, 1000, 0.01, nil); return err },
-		"NewCounting": func() error { _, err := NewCounting(ctx, c, name, 1000, 0.01, nil); return err },
-		"NewRedisson": func() error { _, err := NewRedisson(ctx, c, name, 1000, 0.01, nil); return err },
-	} {
-		if err := call(); errors.Is(err, ErrNoScripting) {
-			t.Errorf("%s on bloomd: %v", what, err)
-		}
-	}
 }

@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"github.com/bloomd/bloom"
-	"github.com/bloomd/bloom/internal/redistest"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -146,211 +145,215 @@ func TestPlainMatchesCore(t *testing.T) {
 // NewPlain creates a missing key at its full length, and nothing else; OpenPlain refuses it;
 // a string longer than m allows is refused by every call, which then writes nothing.
 func TestPlainCreateAndRefuse(t *testing.T) {
-	c := standalone(t)
-	ctx := ctxT(t)
-	p := PlainParams{M: 1001, K: 5, Scheme: bloom.Guava32}
-	key := uniqueName(t)
-	if _, err := OpenPlain(ctx, c, key, p, nil); !errors.Is(err, ErrNotFound) {
-		t.Fatalf("OpenPlain of a missing key: %v, want ErrNotFound", err)
-	}
-	if n, _ := c.Exists(ctx, key).Result(); n != 0 {
-		t.Fatal("OpenPlain created the key")
-	}
-	f, err := NewPlain(ctx, c, key, p, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if raw, err := c.Get(ctx, key).Bytes(); err != nil || len(raw) != 126 || strings.Trim(string(raw), "\x00") != "" {
-		t.Fatalf("NewPlain made %d bytes (%v), want 126 zero bytes", len(raw), err)
-	}
-	if f.Params().Order != SetBitOrder {
-		t.Errorf("zero Order is %v, want setbit", f.Params().Order)
-	}
-	if _, err := OpenPlain(ctx, c, key, p, nil); err != nil {
-		t.Fatalf("OpenPlain of an existing key: %v", err)
-	}
-	if _, err := f.Add(ctx, []byte("a")); err != nil {
-		t.Fatal(err)
-	}
-	// The Java side grows m: a bit beyond the handle's last byte.
-	if err := c.SetBit(ctx, key, 1008, 1).Err(); err != nil {
-		t.Fatal(err)
-	}
-	before, _ := c.Get(ctx, key).Result()
-	for name, op := range map[string]func() error{
-		"Add":     func() error { _, err := f.Add(ctx, []byte("b")); return err },
-		"AddMany": func() error { _, err := f.AddMany(ctx, keys("x", 10)); return err },
-		"Test":    func() error { _, err := f.Test(ctx, []byte("a")); return err },
-		"NewPlain": func() error {
-			_, err := NewPlain(ctx, c, key, p, nil)
-			return err
-		},
-		"OpenPlain": func() error { _, err := OpenPlain(ctx, c, key, p, nil); return err },
-		"Snapshot":  func() error { _, err := f.Snapshot(ctx); return err },
-	} {
-		err := op()
-		if !errors.Is(err, ErrConfigMismatch) || !strings.Contains(err.Error(), "127 bytes, more than the 126") {
-			t.Errorf("%s on a 127-byte string with m=1001: %v, want ErrConfigMismatch naming both lengths", name, err)
+	servers(t, func(t *testing.T, c *redis.Client) {
+		ctx := ctxT(t)
+		p := PlainParams{M: 1001, K: 5, Scheme: bloom.Guava32}
+		key := uniqueName(t)
+		if _, err := OpenPlain(ctx, c, key, p, nil); !errors.Is(err, ErrNotFound) {
+			t.Fatalf("OpenPlain of a missing key: %v, want ErrNotFound", err)
 		}
-	}
-	if after, _ := c.Get(ctx, key).Result(); after != before {
-		t.Error("a refused call changed the string")
-	}
-	// A shorter string is accepted and extended by adds; another type is ErrWrongType.
-	short := uniqueName(t)
-	c.SetBit(ctx, short, 3, 1)
-	g, err := NewPlain(ctx, c, short, p, nil)
-	if err != nil {
-		t.Fatalf("NewPlain over a 1-byte string: %v", err)
-	}
-	if raw, _ := c.Get(ctx, short).Bytes(); len(raw) != 1 {
-		t.Errorf("NewPlain rewrote an existing string (now %d bytes)", len(raw))
-	}
-	if _, err := g.AddMany(ctx, keys("y", 100)); err != nil {
-		t.Fatal(err)
-	}
-	list := uniqueName(t)
-	c.RPush(ctx, list, "x")
-	if _, err := NewPlain(ctx, c, list, p, nil); !errors.Is(err, ErrWrongType) {
-		t.Errorf("NewPlain over a list: %v, want ErrWrongType", err)
-	}
-	h, _ := newPlain(c, list, p, nil)
-	if _, err := h.Add(ctx, []byte("a")); !errors.Is(err, ErrWrongType) {
-		t.Errorf("Add on a list: %v, want ErrWrongType", err)
-	}
-	if typ, _ := c.Type(ctx, list).Result(); typ != "list" {
-		t.Errorf("the list became a %s", typ)
-	}
+		if n, _ := c.Exists(ctx, key).Result(); n != 0 {
+			t.Fatal("OpenPlain created the key")
+		}
+		f, err := NewPlain(ctx, c, key, p, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if raw, err := c.Get(ctx, key).Bytes(); err != nil || len(raw) != 126 || strings.Trim(string(raw), "\x00") != "" {
+			t.Fatalf("NewPlain made %d bytes (%v), want 126 zero bytes", len(raw), err)
+		}
+		if f.Params().Order != SetBitOrder {
+			t.Errorf("zero Order is %v, want setbit", f.Params().Order)
+		}
+		if _, err := OpenPlain(ctx, c, key, p, nil); err != nil {
+			t.Fatalf("OpenPlain of an existing key: %v", err)
+		}
+		if _, err := f.Add(ctx, []byte("a")); err != nil {
+			t.Fatal(err)
+		}
+		// The Java side grows m: a bit beyond the handle's last byte.
+		if err := c.SetBit(ctx, key, 1008, 1).Err(); err != nil {
+			t.Fatal(err)
+		}
+		before, _ := c.Get(ctx, key).Result()
+		for name, op := range map[string]func() error{
+			"Add":     func() error { _, err := f.Add(ctx, []byte("b")); return err },
+			"AddMany": func() error { _, err := f.AddMany(ctx, keys("x", 10)); return err },
+			"Test":    func() error { _, err := f.Test(ctx, []byte("a")); return err },
+			"NewPlain": func() error {
+				_, err := NewPlain(ctx, c, key, p, nil)
+				return err
+			},
+			"OpenPlain": func() error { _, err := OpenPlain(ctx, c, key, p, nil); return err },
+			"Snapshot":  func() error { _, err := f.Snapshot(ctx); return err },
+		} {
+			err := op()
+			if !errors.Is(err, ErrConfigMismatch) || !strings.Contains(err.Error(), "127 bytes, more than the 126") {
+				t.Errorf("%s on a 127-byte string with m=1001: %v, want ErrConfigMismatch naming both lengths", name, err)
+			}
+		}
+		if after, _ := c.Get(ctx, key).Result(); after != before {
+			t.Error("a refused call changed the string")
+		}
+		// A shorter string is accepted and extended by adds; another type is ErrWrongType.
+		short := uniqueName(t)
+		c.SetBit(ctx, short, 3, 1)
+		g, err := NewPlain(ctx, c, short, p, nil)
+		if err != nil {
+			t.Fatalf("NewPlain over a 1-byte string: %v", err)
+		}
+		if raw, _ := c.Get(ctx, short).Bytes(); len(raw) != 1 {
+			t.Errorf("NewPlain rewrote an existing string (now %d bytes)", len(raw))
+		}
+		if _, err := g.AddMany(ctx, keys("y", 100)); err != nil {
+			t.Fatal(err)
+		}
+		hash := uniqueName(t)
+		c.HSet(ctx, hash, "f", "x")
+		if _, err := NewPlain(ctx, c, hash, p, nil); !errors.Is(err, ErrWrongType) {
+			t.Errorf("NewPlain over a hash: %v, want ErrWrongType", err)
+		}
+		h, _ := newPlain(c, hash, p, nil)
+		if _, err := h.Add(ctx, []byte("a")); !errors.Is(err, ErrWrongType) {
+			t.Errorf("Add on a hash: %v, want ErrWrongType", err)
+		}
+		if typ, _ := c.Type(ctx, hash).Result(); typ != "hash" {
+			t.Errorf("the hash became a %s", typ)
+		}
+	})
 }
 
 func TestPlainValidates(t *testing.T) {
-	c := standalone(t)
-	ctx := ctxT(t)
-	for _, p := range []PlainParams{
-		{M: 0, K: 7, Scheme: bloom.Guava32},
-		{M: MaxPartBits + 1, K: 7, Scheme: bloom.Guava32},
-		{M: 100, K: 0, Scheme: bloom.Guava32},
-		{M: 100, K: bloom.MaxK + 1, Scheme: bloom.Guava32},
-		{M: 100, K: 7},
-		{M: 100, K: 7, Scheme: bloom.Guava32, Order: 3},
-	} {
-		if _, err := NewPlain(ctx, c, "x", p, nil); !errors.Is(err, ErrInvalid) {
-			t.Errorf("NewPlain(%+v): %v, want ErrInvalid", p, err)
+	servers(t, func(t *testing.T, c *redis.Client) {
+		ctx := ctxT(t)
+		for _, p := range []PlainParams{
+			{M: 0, K: 7, Scheme: bloom.Guava32},
+			{M: MaxPartBits + 1, K: 7, Scheme: bloom.Guava32},
+			{M: 100, K: 0, Scheme: bloom.Guava32},
+			{M: 100, K: bloom.MaxK + 1, Scheme: bloom.Guava32},
+			{M: 100, K: 7},
+			{M: 100, K: 7, Scheme: bloom.Guava32, Order: 3},
+		} {
+			if _, err := NewPlain(ctx, c, "x", p, nil); !errors.Is(err, ErrInvalid) {
+				t.Errorf("NewPlain(%+v): %v, want ErrInvalid", p, err)
+			}
 		}
-	}
-	if _, err := NewPlain(ctx, c, "", PlainParams{M: 100, K: 7, Scheme: bloom.Guava32}, nil); !errors.Is(err, ErrInvalid) {
-		t.Errorf("empty key: %v", err)
-	}
-	for _, name := range []string{"setbit", "word"} {
-		if o, err := ParseBitOrder(name); err != nil || o.String() != name {
-			t.Errorf("ParseBitOrder(%q) = %v, %v", name, o, err)
+		if _, err := NewPlain(ctx, c, "", PlainParams{M: 100, K: 7, Scheme: bloom.Guava32}, nil); !errors.Is(err, ErrInvalid) {
+			t.Errorf("empty key: %v", err)
 		}
-	}
-	if _, err := ParseBitOrder("lsb"); !errors.Is(err, ErrInvalid) {
-		t.Errorf("ParseBitOrder(lsb): %v", err)
-	}
+		for _, name := range []string{"setbit", "word"} {
+			if o, err := ParseBitOrder(name); err != nil || o.String() != name {
+				t.Errorf("ParseBitOrder(%q) = %v, %v", name, o, err)
+			}
+		}
+		if _, err := ParseBitOrder("lsb"); !errors.Is(err, ErrInvalid) {
+			t.Errorf("ParseBitOrder(lsb): %v", err)
+		}
+	})
 }
 
 // Add and Test are one script call each; AddMany and TestMany one pipeline.
 func TestPlainRoundTrips(t *testing.T) {
-	srv := redistest.Shared(t)
-	c := standalone(t)
-	hook := &counter{}
-	c.AddHook(hook)
-	ctx := ctxT(t)
-	p, _ := SpringHelper(10000, 0.01)
-	f, err := NewPlain(ctx, c, uniqueName(t), p, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	batch := keys("batch", 1000)
-	for _, tc := range []struct {
-		what                      string
-		single, pipelines, evalsh int
-		op                        func() error
-	}{
-		{"Add", 1, 0, 1, func() error { _, err := f.Add(ctx, []byte("a")); return err }},
-		{"Test", 1, 0, 1, func() error { _, err := f.Test(ctx, []byte("a")); return err }},
-		{"AddMany", 0, 1, 4, func() error { _, err := f.AddMany(ctx, batch); return err }},
-		{"TestMany", 0, 1, 4, func() error { _, err := f.TestMany(ctx, batch); return err }},
-	} {
-		sha0, _ := evalCalls(t, srv)
-		hook.reset()
-		if err := tc.op(); err != nil {
+	servers(t, func(t *testing.T, c *redis.Client) {
+		mon := newMonitor(t, c)
+		hook := &counter{}
+		c.AddHook(hook)
+		ctx := ctxT(t)
+		p, _ := SpringHelper(10000, 0.01)
+		f, err := NewPlain(ctx, c, uniqueName(t), p, nil)
+		if err != nil {
 			t.Fatal(err)
 		}
-		single, pipelines, _, names := hook.get()
-		sha1, _ := evalCalls(t, srv)
-		if single != tc.single || pipelines != tc.pipelines || sha1-sha0 != tc.evalsh {
-			t.Errorf("%s: %d single commands, %d pipelines (%v), %d EVALSHA; want %d, %d, %d",
-				tc.what, single, pipelines, names, sha1-sha0, tc.single, tc.pipelines, tc.evalsh)
+		batch := keys("batch", 1000)
+		for _, tc := range []struct {
+			what                      string
+			single, pipelines, evalsh int
+			op                        func() error
+		}{
+			{"Add", 1, 0, 1, func() error { _, err := f.Add(ctx, []byte("a")); return err }},
+			{"Test", 1, 0, 1, func() error { _, err := f.Test(ctx, []byte("a")); return err }},
+			{"AddMany", 0, 1, 4, func() error { _, err := f.AddMany(ctx, batch); return err }},
+			{"TestMany", 0, 1, 4, func() error { _, err := f.TestMany(ctx, batch); return err }},
+		} {
+			sha0, _ := mon.calls(t)
+			hook.reset()
+			if err := tc.op(); err != nil {
+				t.Fatal(err)
+			}
+			single, pipelines, _, names := hook.get()
+			sha1, _ := mon.calls(t)
+			if single != tc.single || pipelines != tc.pipelines || sha1-sha0 != tc.evalsh {
+				t.Errorf("%s: %d single commands, %d pipelines (%v), %d EVALSHA; want %d, %d, %d",
+					tc.what, single, pipelines, names, sha1-sha0, tc.single, tc.pipelines, tc.evalsh)
+			}
 		}
-	}
+	})
 }
 
 // A handle whose modulus is not whole words, under a Guava scheme, snapshots to a filter with
 // that same modulus, which answers every Test as the handle does: the native layout (a stored m
 // that Guava's sizing would not give) and the Redisson layout hashing with a Guava scheme.
 func TestSnapshotKeepsExactModulus(t *testing.T) {
-	c := standalone(t)
-	ctx := ctxT(t)
-	check := func(what string, f *Filter) {
-		t.Helper()
-		if f.M()%64 == 0 {
-			t.Fatalf("%s: m=%d is whole words; the test needs another", what, f.M())
-		}
-		if _, err := f.AddMany(ctx, keys("in", 300)); err != nil {
-			t.Fatal(err)
-		}
-		snap, err := f.Snapshot(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if snap.M() != f.M() || snap.K() != f.K() || snap.Scheme() != f.Scheme() {
-			t.Fatalf("%s: snapshot m=%d k=%d %s, handle m=%d k=%d %s", what, snap.M(), snap.K(), snap.Scheme(), f.M(), f.K(), f.Scheme())
-		}
-		probe := append(keys("in", 300), keys("out", 5000)...)
-		got, err := f.TestMany(ctx, probe)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for i, k := range probe {
-			if snap.Test(k) != got[i] {
-				t.Fatalf("%s: snapshot answers %v for %q, the handle %v", what, !got[i], k, got[i])
+	servers(t, func(t *testing.T, c *redis.Client) {
+		ctx := ctxT(t)
+		check := func(what string, f *Filter) {
+			t.Helper()
+			if f.M()%64 == 0 {
+				t.Fatalf("%s: m=%d is whole words; the test needs another", what, f.M())
+			}
+			if _, err := f.AddMany(ctx, keys("in", 300)); err != nil {
+				t.Fatal(err)
+			}
+			snap, err := f.Snapshot(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if snap.M() != f.M() || snap.K() != f.K() || snap.Scheme() != f.Scheme() {
+				t.Fatalf("%s: snapshot m=%d k=%d %s, handle m=%d k=%d %s", what, snap.M(), snap.K(), snap.Scheme(), f.M(), f.K(), f.Scheme())
+			}
+			probe := append(keys("in", 300), keys("out", 5000)...)
+			got, err := f.TestMany(ctx, probe)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, k := range probe {
+				if snap.Test(k) != got[i] {
+					t.Fatalf("%s: snapshot answers %v for %q, the handle %v", what, !got[i], k, got[i])
+				}
 			}
 		}
-	}
-	for _, s := range []bloom.Scheme{bloom.Guava64, bloom.Guava32} {
-		name := uniqueName(t)
-		line := paramLine(field{"kind", "classic"}, field{"scheme", s.String()}, field{"m", "1000"}, field{"k", "5"},
-			field{"n", "100"}, field{"p", "0.01"}, field{"parts", "1"})
-		if err := c.HSet(ctx, "{"+name+"}:meta", "params", line).Err(); err != nil {
-			t.Fatal(err)
+		for _, s := range []bloom.Scheme{bloom.Guava64, bloom.Guava32} {
+			name := uniqueName(t)
+			line := paramLine(field{"kind", "classic"}, field{"scheme", s.String()}, field{"m", "1000"}, field{"k", "5"},
+				field{"n", "100"}, field{"p", "0.01"}, field{"parts", "1"})
+			if err := c.HSet(ctx, "{"+name+"}:meta", "params", line).Err(); err != nil {
+				t.Fatal(err)
+			}
+			f, err := Open(ctx, c, name, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			check("native "+s.String(), f)
+			r, err := NewRedisson(ctx, c, uniqueName(t), 100, 0.01, &Options{Scheme: s})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.Scheme() != s {
+				t.Fatalf("NewRedisson with Options.Scheme %s hashes with %s", s, r.Scheme())
+			}
+			// Its bits are the exact filter's, in SETBIT order, as with Redisson's own hash.
+			_, want := plainExpected(t, PlainParams{M: r.M(), K: r.K(), Scheme: s, Order: SetBitOrder}, keys("in", 300))
+			check("redisson "+s.String(), r)
+			if raw, _ := c.Get(ctx, r.Name()).Bytes(); string(raw) != string(want) {
+				t.Errorf("redisson layout with %s: the bitmap is not the exact filter's bits in SETBIT order", s)
+			}
+			o, err := OpenRedisson(ctx, c, r.Name(), &Options{Scheme: s})
+			if err != nil || o.Scheme() != s {
+				t.Fatalf("OpenRedisson with Options.Scheme %s: %v, %v", s, o, err)
+			}
+			if d, _ := OpenRedisson(ctx, c, r.Name(), nil); d.Scheme() != bloom.Redisson {
+				t.Errorf("OpenRedisson without a scheme hashes with %s", d.Scheme())
+			}
 		}
-		f, err := Open(ctx, c, name, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		check("native "+s.String(), f)
-		r, err := NewRedisson(ctx, c, uniqueName(t), 100, 0.01, &Options{Scheme: s})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if r.Scheme() != s {
-			t.Fatalf("NewRedisson with Options.Scheme %s hashes with %s", s, r.Scheme())
-		}
-		// Its bits are the exact filter's, in SETBIT order, as with Redisson's own hash.
-		_, want := plainExpected(t, PlainParams{M: r.M(), K: r.K(), Scheme: s, Order: SetBitOrder}, keys("in", 300))
-		check("redisson "+s.String(), r)
-		if raw, _ := c.Get(ctx, r.Name()).Bytes(); string(raw) != string(want) {
-			t.Errorf("redisson layout with %s: the bitmap is not the exact filter's bits in SETBIT order", s)
-		}
-		o, err := OpenRedisson(ctx, c, r.Name(), &Options{Scheme: s})
-		if err != nil || o.Scheme() != s {
-			t.Fatalf("OpenRedisson with Options.Scheme %s: %v, %v", s, o, err)
-		}
-		if d, _ := OpenRedisson(ctx, c, r.Name(), nil); d.Scheme() != bloom.Redisson {
-			t.Errorf("OpenRedisson without a scheme hashes with %s", d.Scheme())
-		}
-	}
+	})
 }

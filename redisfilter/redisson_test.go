@@ -52,15 +52,6 @@ func loadRedissonGolden(t *testing.T) *redissonGolden {
 	return &g
 }
 
-func readLua(t *testing.T, name string) string {
-	t.Helper()
-	b, err := os.ReadFile("testdata/redisson/" + name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
-}
-
 // TestRedissonSizing checks tryInit's size, hashIterations and stored falseProbability for every
 // golden config.
 func TestRedissonSizing(t *testing.T) {
@@ -169,11 +160,11 @@ func TestRedissonLayout(t *testing.T) {
 	})
 }
 
-// TestRedissonInterop runs Redisson's own scripts (tryInit, add, contains) against real Redis next
-// to this package's handles on one filter: what either side adds, the other finds.
+// TestRedissonInterop runs Redisson's own scripts (tryInit, add, contains) against Redis and
+// bloomd next to this package's handles on one filter: what either side adds, the other finds.
 func TestRedissonInterop(t *testing.T) {
 	g := loadRedissonGolden(t)
-	tryInit, add, contains := readLua(t, "tryinit.lua"), readLua(t, "add.lua"), readLua(t, "contains.lua")
+	tryInit, add, contains := javaRedissonScript(t, "4.7.0", "tryinit"), javaRedissonScript(t, "4.7.0", "add"), javaRedissonScript(t, "4.7.0", "contains")
 	topologies(t, func(t *testing.T, c redis.UniversalClient) {
 		ctx := ctxT(t)
 		name := uniqueName(t)
@@ -247,39 +238,40 @@ func TestRedissonInterop(t *testing.T) {
 // TestRedissonMismatch: a Redisson filter created with other numbers is refused, with the
 // fields named; the same numbers spelled differently are accepted and kept.
 func TestRedissonMismatch(t *testing.T) {
-	tryInit := readLua(t, "tryinit.lua")
-	c := standalone(t)
-	ctx := ctxT(t)
-	name := uniqueName(t)
-	if err := c.Eval(ctx, tryInit, []string{"{" + name + "}:config"}, "9585", "7", "1000", "0.01").Err(); err != nil {
-		t.Fatal(err)
-	}
-	_, err := NewRedisson(ctx, c, name, 100, 0.03, nil)
-	if !errors.Is(err, ErrConfigMismatch) {
-		t.Fatalf("NewRedisson over another config: err = %v; want ErrConfigMismatch", err)
-	}
-	for _, want := range []string{"size: stored 9585, this handle 729", "hashIterations: stored 7, this handle 5"} {
-		if !strings.Contains(err.Error(), want) {
-			t.Errorf("error %q does not say %q", err, want)
+	tryInit := javaRedissonScript(t, "4.7.0", "tryinit")
+	servers(t, func(t *testing.T, c *redis.Client) {
+		ctx := ctxT(t)
+		name := uniqueName(t)
+		if err := c.Eval(ctx, tryInit, []string{"{" + name + "}:config"}, "9585", "7", "1000", "0.01").Err(); err != nil {
+			t.Fatal(err)
 		}
-	}
-	name2 := uniqueName(t)
-	if err := c.Eval(ctx, tryInit, []string{"{" + name2 + "}:config"}, "1917011", "13", "100000", "1.00E-4").Err(); err != nil {
-		t.Fatal(err)
-	}
-	f, err := NewRedisson(ctx, c, name2, 100000, 1e-4, nil)
-	if err != nil {
-		t.Fatalf("NewRedisson over the same config spelled differently: %v", err)
-	}
-	if _, err := f.AddString(ctx, "x"); err != nil {
-		t.Fatal(err)
-	}
-	if v, _ := c.HGet(ctx, "{"+name2+"}:config", "falseProbability").Result(); v != "1.00E-4" {
-		t.Fatalf("falseProbability rewritten to %q", v)
-	}
-	if _, err := OpenRedisson(ctx, c, uniqueName(t), nil); !errors.Is(err, ErrNotFound) {
-		t.Fatalf("OpenRedisson of a missing filter: err = %v; want ErrNotFound", err)
-	}
+		_, err := NewRedisson(ctx, c, name, 100, 0.03, nil)
+		if !errors.Is(err, ErrConfigMismatch) {
+			t.Fatalf("NewRedisson over another config: err = %v; want ErrConfigMismatch", err)
+		}
+		for _, want := range []string{"size: stored 9585, this handle 729", "hashIterations: stored 7, this handle 5"} {
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("error %q does not say %q", err, want)
+			}
+		}
+		name2 := uniqueName(t)
+		if err := c.Eval(ctx, tryInit, []string{"{" + name2 + "}:config"}, "1917011", "13", "100000", "1.00E-4").Err(); err != nil {
+			t.Fatal(err)
+		}
+		f, err := NewRedisson(ctx, c, name2, 100000, 1e-4, nil)
+		if err != nil {
+			t.Fatalf("NewRedisson over the same config spelled differently: %v", err)
+		}
+		if _, err := f.AddString(ctx, "x"); err != nil {
+			t.Fatal(err)
+		}
+		if v, _ := c.HGet(ctx, "{"+name2+"}:config", "falseProbability").Result(); v != "1.00E-4" {
+			t.Fatalf("falseProbability rewritten to %q", v)
+		}
+		if _, err := OpenRedisson(ctx, c, uniqueName(t), nil); !errors.Is(err, ErrNotFound) {
+			t.Fatalf("OpenRedisson of a missing filter: err = %v; want ErrNotFound", err)
+		}
+	})
 }
 
 // TestRedissonCount: ApproximateCount on a Redisson filter gives what Redisson's count() gives
@@ -287,33 +279,34 @@ func TestRedissonMismatch(t *testing.T) {
 // Long.MAX_VALUE and this package a finite lower bound).
 func TestRedissonCount(t *testing.T) {
 	g := loadRedissonGolden(t)
-	c := standalone(t)
-	ctx := ctxT(t)
-	checked := 0
-	for _, ce := range g.Counts {
-		name := uniqueName(t)
-		f := newRedisson(c, name, mustResolve(t), bloom.Redisson, ce.Size, ce.K, 1, 0.5, "1", "0.5")
-		for b := range ce.BitCount {
-			if err := c.SetBit(ctx, name, int64(b), 1).Err(); err != nil {
+	servers(t, func(t *testing.T, c *redis.Client) {
+		ctx := ctxT(t)
+		checked := 0
+		for _, ce := range g.Counts {
+			name := uniqueName(t)
+			f := newRedisson(c, name, mustResolve(t), bloom.Redisson, ce.Size, ce.K, 1, 0.5, "1", "0.5")
+			for b := range ce.BitCount {
+				if err := c.SetBit(ctx, name, int64(b), 1).Err(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			got, err := f.ApproximateCount(ctx)
+			if err != nil {
 				t.Fatal(err)
 			}
-		}
-		got, err := f.ApproximateCount(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if ce.BitCount == ce.Size {
-			if got == 0 || got >= ce.Count {
-				t.Errorf("saturated %d/%d: count %d; want a finite positive bound", ce.BitCount, ce.Size, got)
+			if ce.BitCount == ce.Size {
+				if got == 0 || got >= ce.Count {
+					t.Errorf("saturated %d/%d: count %d; want a finite positive bound", ce.BitCount, ce.Size, got)
+				}
+				continue
 			}
-			continue
+			if got != ce.Count {
+				t.Errorf("size %d k %d with %d bits set: count %d; Redisson %d", ce.Size, ce.K, ce.BitCount, got, ce.Count)
+			}
+			checked++
 		}
-		if got != ce.Count {
-			t.Errorf("size %d k %d with %d bits set: count %d; Redisson %d", ce.Size, ce.K, ce.BitCount, got, ce.Count)
+		if checked < 4 {
+			t.Fatalf("only %d count examples checked", checked)
 		}
-		checked++
-	}
-	if checked < 4 {
-		t.Fatalf("only %d count examples checked", checked)
-	}
+	})
 }

@@ -126,97 +126,100 @@ func TestScalableMatchesModel(t *testing.T) {
 // TestScalableStaleHandle: a handle that has not seen the chain grow gets a short answer from
 // the script, resends once with the new length, and answers correctly.
 func TestScalableStaleHandle(t *testing.T) {
-	c := standalone(t)
-	ctx := ctxT(t)
-	name := uniqueName(t)
-	a, err := NewScalable(ctx, c, name, 50, 0.01, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := OpenScalable(ctx, c, name, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	in := keys("in", 500)
-	if _, err := a.AddMany(ctx, in); err != nil {
-		t.Fatal(err)
-	}
-	hook := &counter{}
-	c.AddHook(hook)
-	ok, err := b.Test(ctx, in[499])
-	if err != nil || !ok {
-		t.Fatalf("stale handle Test = %v, %v", ok, err)
-	}
-	if s, _, _, _ := hook.get(); s != 2 {
-		t.Errorf("stale handle Test took %d round trips; want 2 (short answer, then resend)", s)
-	}
-	hook.reset()
-	if ok, err := b.Add(ctx, []byte("fresh")); err != nil || !ok {
-		t.Fatalf("Add = %v, %v", ok, err)
-	}
-	if s, _, _, _ := hook.get(); s != 1 {
-		t.Errorf("up-to-date handle Add took %d round trips; want 1", s)
-	}
-	if _, err := NewScalable(ctx, c, name, 50, 0.001, nil); !errors.Is(err, ErrConfigMismatch) || !strings.Contains(err.Error(), "p: stored 0.01, this handle 0.001") {
-		t.Fatalf("NewScalable with another p: err = %v", err)
-	}
-	if _, err := OpenScalable(ctx, c, uniqueName(t), nil); !errors.Is(err, ErrNotFound) {
-		t.Fatalf("OpenScalable of a missing filter: err = %v", err)
-	}
-	if _, err := Open(ctx, c, name, nil); !errors.Is(err, ErrConfigMismatch) {
-		t.Fatalf("Open (classic) of a scalable filter: err = %v", err)
-	}
+	servers(t, func(t *testing.T, c *redis.Client) {
+		ctx := ctxT(t)
+		name := uniqueName(t)
+		a, err := NewScalable(ctx, c, name, 50, 0.01, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := OpenScalable(ctx, c, name, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		in := keys("in", 500)
+		if _, err := a.AddMany(ctx, in); err != nil {
+			t.Fatal(err)
+		}
+		hook := &counter{}
+		c.AddHook(hook)
+		ok, err := b.Test(ctx, in[499])
+		if err != nil || !ok {
+			t.Fatalf("stale handle Test = %v, %v", ok, err)
+		}
+		if s, _, _, _ := hook.get(); s != 2 {
+			t.Errorf("stale handle Test took %d round trips; want 2 (short answer, then resend)", s)
+		}
+		hook.reset()
+		if ok, err := b.Add(ctx, []byte("fresh")); err != nil || !ok {
+			t.Fatalf("Add = %v, %v", ok, err)
+		}
+		if s, _, _, _ := hook.get(); s != 1 {
+			t.Errorf("up-to-date handle Add took %d round trips; want 1", s)
+		}
+		if _, err := NewScalable(ctx, c, name, 50, 0.001, nil); !errors.Is(err, ErrConfigMismatch) || !strings.Contains(err.Error(), "p: stored 0.01, this handle 0.001") {
+			t.Fatalf("NewScalable with another p: err = %v", err)
+		}
+		if _, err := OpenScalable(ctx, c, uniqueName(t), nil); !errors.Is(err, ErrNotFound) {
+			t.Fatalf("OpenScalable of a missing filter: err = %v", err)
+		}
+		if _, err := Open(ctx, c, name, nil); !errors.Is(err, ErrConfigMismatch) {
+			t.Fatalf("Open (classic) of a scalable filter: err = %v", err)
+		}
+	})
 }
 
 // TestScalableStopsGrowing: when the next link would exceed PartBits, the chain keeps its links
 // and adds to the newest beyond its capacity, without false negatives.
 func TestScalableStopsGrowing(t *testing.T) {
-	c := standalone(t)
-	ctx := ctxT(t)
-	s, err := NewScalable(ctx, c, uniqueName(t), 100, 0.01, &Options{PartBits: 8192})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(s.links) != 3 {
-		t.Fatalf("%d links fit in 8192 bits each; want 3", len(s.links))
-	}
-	in := keys("in", 3000)
-	if _, err := s.AddMany(ctx, in); err != nil {
-		t.Fatal(err)
-	}
-	if links, err := s.Links(ctx); err != nil || links != 3 {
-		t.Fatalf("chain has %d links, %v; want 3", links, err)
-	}
-	r, err := s.TestMany(ctx, in)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if strings.Contains(formatBools(r), "0") {
-		t.Fatal("false negatives in a chain that stopped growing")
-	}
-	if _, err := NewScalable(ctx, c, s.name, 100, 0.01, nil); !errors.Is(err, ErrConfigMismatch) || !strings.Contains(err.Error(), "maxlinks: stored 3") {
-		t.Fatalf("a handle with another link limit: err = %v", err)
-	}
+	servers(t, func(t *testing.T, c *redis.Client) {
+		ctx := ctxT(t)
+		s, err := NewScalable(ctx, c, uniqueName(t), 100, 0.01, &Options{PartBits: 8192})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(s.links) != 3 {
+			t.Fatalf("%d links fit in 8192 bits each; want 3", len(s.links))
+		}
+		in := keys("in", 3000)
+		if _, err := s.AddMany(ctx, in); err != nil {
+			t.Fatal(err)
+		}
+		if links, err := s.Links(ctx); err != nil || links != 3 {
+			t.Fatalf("chain has %d links, %v; want 3", links, err)
+		}
+		r, err := s.TestMany(ctx, in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(formatBools(r), "0") {
+			t.Fatal("false negatives in a chain that stopped growing")
+		}
+		if _, err := NewScalable(ctx, c, s.name, 100, 0.01, nil); !errors.Is(err, ErrConfigMismatch) || !strings.Contains(err.Error(), "maxlinks: stored 3") {
+			t.Fatalf("a handle with another link limit: err = %v", err)
+		}
+	})
 }
 
 // TestScalableForeignLinkKey: a key squatting where the chain would grow is refused before the
 // add writes anything.
 func TestScalableForeignLinkKey(t *testing.T) {
-	c := standalone(t)
-	ctx := ctxT(t)
-	s, err := NewScalable(ctx, c, uniqueName(t), 10, 0.01, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := c.RPush(ctx, s.links[1].key, "squatter").Err(); err != nil {
-		t.Fatal(err)
-	}
-	before, _ := c.Get(ctx, s.links[0].key).Result()
-	_, err = s.AddMany(ctx, keys("k", 50))
-	if !errors.Is(err, ErrConfigMismatch) || !strings.Contains(err.Error(), "key "+s.links[1].key+" exists beyond the chain's last link") {
-		t.Fatalf("AddMany with a foreign key at the next link: err = %v", err)
-	}
-	if after, _ := c.Get(ctx, s.links[0].key).Result(); after != before {
-		t.Fatal("the refused AddMany wrote bits")
-	}
+	servers(t, func(t *testing.T, c *redis.Client) {
+		ctx := ctxT(t)
+		s, err := NewScalable(ctx, c, uniqueName(t), 10, 0.01, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c.HSet(ctx, s.links[1].key, "f", "squatter").Err(); err != nil {
+			t.Fatal(err)
+		}
+		before, _ := c.Get(ctx, s.links[0].key).Result()
+		_, err = s.AddMany(ctx, keys("k", 50))
+		if !errors.Is(err, ErrConfigMismatch) || !strings.Contains(err.Error(), "key "+s.links[1].key+" exists beyond the chain's last link") {
+			t.Fatalf("AddMany with a foreign key at the next link: err = %v", err)
+		}
+		if after, _ := c.Get(ctx, s.links[0].key).Result(); after != before {
+			t.Fatal("the refused AddMany wrote bits")
+		}
+	})
 }

@@ -246,6 +246,11 @@ func (t *Table) countCat(bm []uint64, i int) (on, off int) {
 	return on, off
 }
 
+// Range returns the first and last argument index and the step of the keys ks locates in a
+// command's arguments (args[0] the command's name); first > last when it names none. The
+// cluster's routing reads every command's keys this way.
+func (ks *KeySpec) Range(args [][]byte) (first, last, step int) { return keyRange(ks, args) }
+
 // keyRange returns the first and last argument index and the step of key spec ks for a command
 // of n arguments; first > last when the spec names no argument.
 func keyRange(ks *KeySpec, args [][]byte) (first, last, step int) {

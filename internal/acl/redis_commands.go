@@ -54,6 +54,7 @@ var redisCommands = map[string]struct {
 	"config|resetstat": {"admin slow dangerous", nil},
 	"config|rewrite":   {"admin slow dangerous", nil},
 	"config|set":       {"admin slow dangerous", nil},
+	"copy":             {"keyspace write slow", []KeySpec{{Flags: KeyRO | KeyAccess, Index: 1, LastKey: 0, KeyStep: 1}, {Flags: KeyOW | KeyUpdate, Index: 2, LastKey: 0, KeyStep: 1}}},
 	"dbsize":           {"keyspace read fast", nil},
 	"del":              {"keyspace write slow", []KeySpec{{Flags: KeyRM | KeyDelete, Index: 1, LastKey: -1, KeyStep: 1}}},
 	"discard":          {"fast transaction", nil},

@@ -378,6 +378,9 @@ func program(words []string) (string, []string) {
 	return "", nil
 }
 
+// shellVar matches a shell variable in a documented command line.
+var shellVar = regexp.MustCompile(`\$\{?[A-Za-z_][A-Za-z0-9_]*\}?`)
+
 // checkCommand returns what is wrong with one documented command line, or "".
 func checkCommand(c cmdLine) string {
 	switch c.prog {
@@ -413,6 +416,12 @@ func checkCommand(c cmdLine) string {
 		}
 		if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
 			args = args[1:] // a config file: the documents' files do not exist here
+		}
+		args = append([]string(nil), args...)
+		for i, a := range args {
+			// A shell variable ($p in a loop over ports) stands for a value the document
+			// chose; the setting's name is still checked, its value with a stand-in.
+			args[i] = shellVar.ReplaceAllString(a, "1")
 		}
 		if _, _, err := server.ParseArgs(args); err != nil {
 			return fmt.Sprintf("%s: bloomd %s: %v", c.where, strings.Join(c.args, " "), err)

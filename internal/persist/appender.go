@@ -277,21 +277,32 @@ func (a *appender) background() {
 			continue
 		}
 		if Fsync(a.policy.Load()) == FsyncEverysec && a.synced.Load() < a.written.Load() {
-			a.syncMu.RLock()
-			lf, upto := a.cur.Load(), a.written.Load()
-			err := a.syncLog(lf.f)
-			a.syncMu.RUnlock()
-			if err != nil {
-				a.fail(lf, fmt.Errorf("syncing %s: %w", lf.path, err))
-				continue
-			}
-			a.fsyncs.Add(1)
-			for {
-				s := a.synced.Load()
-				if s >= upto || a.synced.CompareAndSwap(s, upto) {
-					break
-				}
-			}
+			a.syncWritten()
+		}
+	}
+}
+
+// syncWritten syncs what has been written to the current file, as the background sync does,
+// without holding up waiters meanwhile. A snapshot calls it just before it rotates the log, so
+// that the sync that closes the file after the rotation, which a waiter does before its
+// replies, has only the records of that instant left to sync.
+func (a *appender) syncWritten() {
+	if a.err() != nil || a.synced.Load() >= a.written.Load() {
+		return
+	}
+	a.syncMu.RLock()
+	lf, upto := a.cur.Load(), a.written.Load()
+	err := a.syncLog(lf.f)
+	a.syncMu.RUnlock()
+	if err != nil {
+		a.fail(lf, fmt.Errorf("syncing %s: %w", lf.path, err))
+		return
+	}
+	a.fsyncs.Add(1)
+	for {
+		s := a.synced.Load()
+		if s >= upto || a.synced.CompareAndSwap(s, upto) {
+			return
 		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync"
 	"unsafe"
 )
 
@@ -26,20 +27,39 @@ type directWriter struct {
 
 const (
 	directAlign   = 4096
-	directBuffer  = 4 << 20
+	directBuffer  = 4 << 20 // a directReader's reads
 	directBuffers = 2
+
+	// A directWriter's writes are smaller: the disk is shared with the append-only log, whose
+	// syncs (and the file system journal's commits behind them, which the log's writes can
+	// wait for) queue behind the write in progress; 1 MiB takes about a millisecond.
+	directWriteBuffer  = 1 << 20
+	directWriteBuffers = 4
 )
 
-func alignedBuffer() []byte {
-	raw := make([]byte, directBuffer+directAlign)
+func alignedBuffer(size int) []byte {
+	raw := make([]byte, size+directAlign)
 	skip := (directAlign - int(uintptr(unsafe.Pointer(unsafe.SliceData(raw))))%directAlign) % directAlign
-	return raw[skip : skip+directBuffer : skip+directBuffer]
+	return raw[skip : skip+size : skip+size]
+}
+
+// directPool keeps a writer's buffers for the next snapshot: background snapshots, one after
+// another, then allocate nothing large, which would make the garbage collector run.
+var directPool = sync.Pool{New: func() any { b := alignedBuffer(directWriteBuffer); return &b }}
+
+func getBuffer() []byte { return *directPool.Get().(*[]byte) }
+
+func putBuffer(b []byte) {
+	b = b[:cap(b)]
+	directPool.Put(&b)
 }
 
 func newDirectWriter(f File) *directWriter {
-	d := &directWriter{f: f, full: make(chan []byte, directBuffers), free: make(chan []byte, directBuffers), done: make(chan error, 1)}
-	d.buf = alignedBuffer()
-	d.free <- alignedBuffer()
+	d := &directWriter{f: f, full: make(chan []byte, directWriteBuffers), free: make(chan []byte, directWriteBuffers), done: make(chan error, 1)}
+	d.buf = getBuffer()
+	for range directWriteBuffers - 1 {
+		d.free <- getBuffer()
+	}
 	full, free := d.full, d.free
 	go func() {
 		var err error
@@ -76,9 +96,12 @@ func (d *directWriter) finish() error {
 		padded := (d.n + directAlign - 1) / directAlign * directAlign
 		clear(d.buf[d.n:padded])
 		d.full <- d.buf[:padded]
+		d.buf = nil
 	}
 	close(d.full)
-	if err := <-d.done; err != nil {
+	err := <-d.done
+	d.release()
+	if err != nil {
 		return err
 	}
 	if err := d.f.Truncate(d.size); err != nil {
@@ -91,6 +114,23 @@ func (d *directWriter) finish() error {
 func (d *directWriter) abandon() {
 	close(d.full)
 	<-d.done
+	d.release()
+}
+
+// release gives the buffers back to directPool once the writer goroutine is done.
+func (d *directWriter) release() {
+	if d.buf != nil {
+		putBuffer(d.buf)
+		d.buf = nil
+	}
+	for {
+		select {
+		case b := <-d.free:
+			putBuffer(b)
+		default:
+			return
+		}
+	}
 }
 
 // A directReader reads a file opened with O_DIRECT, sequentially, a few aligned blocks ahead of
@@ -114,7 +154,7 @@ type directBlock struct {
 func newDirectReader(f File) *directReader {
 	d := &directReader{full: make(chan directBlock, directBuffers), free: make(chan []byte, directBuffers+1), stop: make(chan struct{})}
 	for range directBuffers + 1 {
-		d.free <- alignedBuffer()
+		d.free <- alignedBuffer(directBuffer)
 	}
 	go func() {
 		defer close(d.full)

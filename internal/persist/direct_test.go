@@ -34,6 +34,13 @@ func TestDirectIO(t *testing.T) {
 			t.Fatal(err)
 		}
 		f.Close()
+		// The writer gave each of its buffers back once: two taken now are two.
+		if b1, b2 := getBuffer(), getBuffer(); &b1[0] == &b2[0] {
+			t.Fatal("the writer gave a buffer back twice")
+		} else {
+			putBuffer(b1)
+			putBuffer(b2)
+		}
 		if got, _ := os.ReadFile(path); !bytes.Equal(got, data) {
 			t.Fatalf("size %d: wrote %d bytes that differ", size, len(got))
 		}

@@ -2,7 +2,6 @@ package persist
 
 import (
 	"bufio"
-	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -219,7 +218,8 @@ func WritePlainSnapshot(w io.Writer, h SnapshotHeader, items []Item) (int64, err
 // the value the end section carries in its expiry field (SnapshotHeader.AddsNewUntil).
 func writeSnapshot(w io.Writer, h SnapshotHeader, items []Item, sparse bool, tail func() int64) (int64, error) {
 	cw := &countingWriter{w: w}
-	bw := bufio.NewWriterSize(cw, 1<<20)
+	// Smaller than the slices of bits (bitCopier), which therefore mostly go straight to w.
+	bw := bufio.NewWriterSize(cw, copySlice/4)
 	le := binary.LittleEndian
 	version := uint32(snapVersion1)
 	if sparse {
@@ -227,15 +227,18 @@ func writeSnapshot(w io.Writer, h SnapshotHeader, items []Item, sparse bool, tai
 	}
 	b := h.append(make([]byte, 0, 256), version)
 	bw.Write(b)
-	var pieceBuf []byte // one piece at a time, reused
-	var slotBuf []byte  // a block of a cuckoo filter's slots
+	pace := newPacer()
+	defer pace.close()
+	var copier *bitCopier // copies filters' bits
+	var slotBuf []byte    // a block of a cuckoo filter's slots
+	var strBuf []byte     // a piece of a string that clients may change meanwhile
 	for _, it := range items {
 		var kind byte = kindString
 		meta := it.Value
 		var data uint64
 		var sizes []uint64
 		if it.Str != nil {
-			if err := writeString(bw, &b, &pieceBuf, it); err != nil {
+			if err := writeString(bw, &b, &strBuf, it); err != nil {
 				return cw.n, err
 			}
 			continue
@@ -289,6 +292,7 @@ func writeSnapshot(w io.Writer, h SnapshotHeader, items []Item, sparse bool, tai
 						it.Cuckoo.ReadSlots(i, off+o, p)
 						bw.Write(p)
 						sum = crcUpdate(sum, p)
+						pace.step()
 					}
 					bw.Write(le.AppendUint32(b[:0], sum))
 					off += n
@@ -296,35 +300,16 @@ func writeSnapshot(w io.Writer, h SnapshotHeader, items []Item, sparse bool, tai
 			}
 			continue
 		}
-		iter := int64(1)
-		for _, size := range sizes {
-			for off := uint64(0); off < size; {
-				next, piece := it.Chain.ScanDumpInto(iter, pieceBuf)
-				pieceBuf = piece
-				if want := min(pieceSize, size-off); uint64(len(piece)) != want {
-					return cw.n, fmt.Errorf("persist: key %q: the filter changed shape while being saved", it.Key)
-				}
-				if !sparse {
-					bw.Write(piece)
-					bw.Write(le.AppendUint32(b[:0], crc(piece)))
-					off += uint64(len(piece))
-					iter = next
-					continue
-				}
-				bm := sparseBitmap(b[:0], piece)
-				sum := crc(bm)
-				bw.Write(bm)
-				for i := 0; i < len(piece); i += blockSize {
-					if bm[i/blockSize/8]&(1<<(i/blockSize%8)) != 0 {
-						blk := piece[i:min(i+blockSize, len(piece))]
-						bw.Write(blk)
-						sum = crcUpdate(sum, blk)
-					}
-				}
-				bw.Write(le.AppendUint32(b[:0], sum))
-				off += uint64(len(piece))
-				iter = next
+		if copier == nil {
+			copier = copierPool.Get().(*bitCopier)
+			copier.pace = pace
+			defer func() { copier.pace = nil; copierPool.Put(copier) }()
+		}
+		if err := copier.writeFilter(bw, it.Chain, sizes, sparse); err != nil {
+			if errors.Is(err, errShape) {
+				return cw.n, fmt.Errorf("persist: key %q: %w", it.Key, err)
 			}
+			return cw.n, fmt.Errorf("persist: writing snapshot: %w", err)
 		}
 	}
 	var end int64
@@ -382,22 +367,8 @@ func writeString(bw *bufio.Writer, b, buf *[]byte, it Item) error {
 // pieces returns the number of plain pieces of a sub-filter of the given bytes.
 func pieces(bytes uint64) uint64 { return (bytes + pieceSize - 1) / pieceSize }
 
-// zeroBlock is compared with each block of a piece.
+// zeroBlock is compared with the blocks of a piece.
 var zeroBlock [blockSize]byte
-
-// sparseBitmap appends to b the bitmap of piece's blocks that are not all zeros.
-func sparseBitmap(b, piece []byte) []byte {
-	blocks := (len(piece) + blockSize - 1) / blockSize
-	start := len(b)
-	b = append(b, make([]byte, (blocks+7)/8)...)
-	for i := range blocks {
-		blk := piece[i*blockSize : min((i+1)*blockSize, len(piece))]
-		if !bytes.Equal(blk, zeroBlock[:len(blk)]) {
-			b[start+i/8] |= 1 << (i % 8)
-		}
-	}
-	return b
-}
 
 // bitmapBytes returns the length of the bitmap of a piece of n bytes.
 func bitmapBytes(n uint64) uint64 { return ((n+blockSize-1)/blockSize + 7) / 8 }

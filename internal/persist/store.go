@@ -40,6 +40,15 @@ type Keyspace interface {
 	Exec(args ...[]byte) []byte
 }
 
+// A ChargedCapturer is a Keyspace whose Capture takes memory of its own (copies of cuckoo
+// filters, which a snapshot cannot read while clients change them): CaptureCharged charges that
+// memory before it is taken, or fails when it does not fit, and release gives it back once the
+// snapshot is written. A snapshot whose capture fails is not taken (as Redis's BGSAVE fails
+// when it cannot fork), and nothing changes on disk.
+type ChargedCapturer interface {
+	CaptureCharged() (items []Item, release func(), err error)
+}
+
 // A Store keeps a server's keyspace on disk: snapshots, and (with appendonly) a log of every
 // write since the last snapshot. It is the server's journal. Make one with Open, then Load the
 // files into the keyspace before serving; Close it after the last command.
@@ -753,18 +762,39 @@ func (st *Store) snapshotLocked(kind int32) (err error) {
 			return err
 		}
 	}
+	if next != nil {
+		app.syncWritten() // see syncWritten: the closing sync after the rotation is then short
+	}
 	var items []Item
 	var dirty int64
 	var paused time.Duration
+	release := func() {}
+	var capErr error
 	st.ks.Pause(func() {
 		t := time.Now()
-		items = st.ks.Capture()
+		if cc, ok := st.ks.(ChargedCapturer); ok {
+			items, release, capErr = cc.CaptureCharged()
+		} else {
+			items = st.ks.Capture()
+		}
+		if capErr != nil {
+			return
+		}
 		if next != nil {
 			app.rotate(next)
 		}
 		dirty = st.dirty.Load()
 		paused = time.Since(t)
 	})
+	if capErr != nil {
+		if next != nil {
+			next.f.Close()
+			st.fs.Remove(next.path)
+		}
+		st.log.Warn("snapshot not started", "err", capErr)
+		return fmt.Errorf("persist: snapshot not started: %w", capErr)
+	}
+	defer release()
 	st.log.Info("snapshot started", "keys", len(items), "pause_ms", float64(paused.Microseconds())/1000)
 	if next != nil {
 		st.nextSeq = seq + 1

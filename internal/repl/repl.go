@@ -605,6 +605,22 @@ func boolInt(b bool) int {
 	return 0
 }
 
+// PrimaryLink reports a replica's link to its primary, for a cluster replica deciding whether
+// its data is recent enough to fail over (cluster-replica-validity-factor): whether the link is
+// up, and when it last carried traffic (up) or went down. A primary gets false and now.
+func (r *Repl) PrimaryLink() (up bool, since time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	m := r.master
+	switch {
+	case m == nil:
+		return false, time.Now()
+	case m.state == stateConnected:
+		return true, m.lastIO
+	}
+	return false, m.downSince
+}
+
 // A RoleInfo is what ROLE reports.
 type RoleInfo struct {
 	Replica bool

@@ -2,7 +2,9 @@ package script
 
 import (
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // echoHost answers every command with its arguments as an array, and refuses "nosuch".
@@ -94,4 +96,26 @@ func TestEngineBasics(t *testing.T) {
 	if got := runScript(t, e, "return type(redis.call) .. type(string.format) .. tostring(rawget(redis, 'x'))", 2); got != "$19\r\nfunctionfunctionnil\r\n" {
 		t.Errorf("after the scripts: %q", got)
 	}
+}
+
+// TestWatchBackToBack: a tick of the watchdog that is still going when its run has ended and
+// the next run has begun (here a Tick slower than the script) reads the run it started with,
+// under the watchdog's lock; under -race, reading the next run's fields outside it shows.
+func TestWatchBackToBack(t *testing.T) {
+	e := New(Options{MemoryBudget: func() int64 { return 1 << 30 }})
+	s, err := e.Load([]byte("local t = 0 for i = 1, 20000 do t = t + i end return t"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ticks atomic.Int64
+	for range 10 {
+		_, msg := e.Run(&Request{Script: s, Proto: 2, Host: &echoHost{}, Tick: func(time.Duration) {
+			ticks.Add(1)
+			time.Sleep(30 * time.Millisecond)
+		}})
+		if msg != "" {
+			t.Fatal(msg)
+		}
+	}
+	t.Logf("%d ticks", ticks.Load())
 }

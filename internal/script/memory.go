@@ -78,16 +78,18 @@ func heapObjects() int64 {
 }
 
 func (w *watchdog) tick() {
+	// The run's fields are read under the lock: the next run's watch sets them while a late tick
+	// of the previous one may still be here.
 	w.mu.Lock()
-	r := w.r
+	r, start, e := w.r, w.start, w.e
 	w.mu.Unlock()
 	if r == nil {
 		return
 	}
 	if tick := r.req.Tick; tick != nil {
-		tick(time.Since(w.start))
+		tick(time.Since(start))
 	}
-	if w.e.opts.MemoryBudget != nil {
+	if e.opts.MemoryBudget != nil {
 		w.mu.Lock()
 		ok := w.r == r && w.checkMemory(r)
 		w.mu.Unlock()

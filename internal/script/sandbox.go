@@ -297,6 +297,17 @@ func (s *state) fixLibraries() {
 			return orig(L)
 		}))
 	}
+	// gopher-lua's table.concat returns a table's only element as it is, so that a number stays
+	// a number (and reaches the client as an integer); Lua's returns a string whatever it holds.
+	concat := tbl.RawGetString("concat").(*lua.LFunction).GFunction
+	tbl.RawSetString("concat", L.NewFunction(func(L *lua.LState) int {
+		n := concat(L)
+		if v, ok := L.Get(-1).(lua.LNumber); ok {
+			L.Pop(1)
+			L.Push(lua.LString(lua.LVAsString(v)))
+		}
+		return n
+	}))
 	// Lua 5.1's compatibility functions, which Redis's Lua has.
 	tbl.RawSetString("foreach", L.NewFunction(func(L *lua.LState) int {
 		t := s.unwrap(L.CheckTable(1)).(*lua.LTable)

@@ -53,8 +53,24 @@ func BenchmarkServerBFExists(b *testing.B) {
 // TestHotPathAllocs checks that a pipelined batch of BF.ADD, BF.EXISTS, BF.MADD, BF.MEXISTS and
 // BF.INSERT on an existing filter allocates nothing in the server: reading, lookup, the filter,
 // and the replies.
-func TestHotPathAllocs(t *testing.T) {
-	s := startServer(t, nil)
+func TestHotPathAllocs(t *testing.T) { hotPathAllocs(t, startServer(t, nil)) }
+
+// TestHotPathAllocsCluster: in cluster mode, the routing of each command's key costs no
+// allocation either.
+func TestHotPathAllocsCluster(t *testing.T) {
+	s := startClusterServer(t, nil)
+	s.Exec([]byte("CLUSTER"), []byte("ADDSLOTSRANGE"), []byte("0"), []byte("16383"))
+	deadline := time.Now().Add(10 * time.Second)
+	for !bytes.Contains(s.Exec([]byte("CLUSTER"), []byte("INFO")), []byte("cluster_state:ok")) {
+		if time.Now().After(deadline) {
+			t.Fatal("a node with every slot is not ok within 10s")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	hotPathAllocs(t, s)
+}
+
+func hotPathAllocs(t *testing.T, s *Server) {
 	s.Exec([]byte("BF.RESERVE"), []byte("bf"), []byte("0.01"), []byte("100000"))
 	var in []byte
 	cmds := 0
@@ -139,10 +155,13 @@ func TestLoopAllocs(t *testing.T) {
 	if !loopsSupported {
 		t.Skip("no event loops on this system")
 	}
-	for _, ring := range []bool{true, false} {
-		t.Run(fmt.Sprintf("ring=%v", ring), func(t *testing.T) {
-			defer func(old bool) { useRing = old }(useRing)
-			useRing = ring
+	for _, m := range ioModes {
+		if m.loops < 0 {
+			continue
+		}
+		t.Run(m.name, func(t *testing.T) {
+			defer func(ring, waiting bool) { useRing, useWaiting = ring, waiting }(useRing, useWaiting)
+			useRing, useWaiting = m.ring, m.waiting
 			testLoopAllocs(t)
 		})
 	}

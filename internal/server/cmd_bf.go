@@ -237,6 +237,9 @@ func (c *Conn) writeResults(res []int8, multi bool) {
 func (c *Conn) bfCreate(args [][]byte, key []byte, items [][]byte, opts *insertOpts, multi bool) bool {
 	s := c.srv
 	sh, e := c.lockForCreate(key)
+	if sh == nil {
+		return true // refused -BUSY
+	}
 	defer sh.mu.Unlock()
 	if e != nil {
 		return false
@@ -434,6 +437,9 @@ func bfReserveCmd(c *Conn, args [][]byte) {
 	key := args[1]
 	s := c.srv
 	sh, e := c.lockForCreate(key)
+	if sh == nil {
+		return
+	}
 	defer sh.mu.Unlock()
 	if e != nil {
 		if _, ok := e.val.(*bloomValue); ok {
@@ -788,6 +794,9 @@ func (c *Conn) loadChunk(args [][]byte, iter int64) {
 	key, data := args[1], args[3]
 	s := c.srv
 	sh, e := c.lockForCreate(key)
+	if sh == nil {
+		return
+	}
 	if e != nil {
 		sh.mu.Unlock()
 		bv, ok := e.val.(*bloomValue)

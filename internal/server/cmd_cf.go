@@ -198,6 +198,9 @@ func cfReserveCmd(c *Conn, args [][]byte) {
 	}
 	key := args[1]
 	sh, e := c.lockForCreate(key)
+	if sh == nil {
+		return
+	}
 	defer sh.mu.Unlock()
 	if e != nil {
 		if _, ok := e.val.(*cuckooValue); ok {
@@ -381,6 +384,9 @@ func (c *Conn) cfInsert(args [][]byte, key []byte, items [][]byte, opts *cfInser
 // all under the shard lock, so no other command sees the filter before its record.
 func (c *Conn) cfCreate(args [][]byte, key []byte, items [][]byte, opts *cfInsertOpts) bool {
 	sh, e := c.lockForCreate(key)
+	if sh == nil {
+		return true // refused -BUSY
+	}
 	defer sh.mu.Unlock()
 	if e != nil {
 		return false
@@ -624,6 +630,9 @@ func cfLoadChunkCmd(c *Conn, args [][]byte) {
 	}
 	if pos == 1 {
 		sh, e := c.lockForCreate(key)
+		if sh == nil {
+			return
+		}
 		defer sh.mu.Unlock()
 		switch {
 		case e != nil:

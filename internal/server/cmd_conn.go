@@ -168,6 +168,8 @@ func selectCmd(c *Conn, args [][]byte) {
 	switch {
 	case !ok:
 		c.w.Error(errNotInt)
+	case n != 0 && c.srv.cluster != nil:
+		c.w.Error("ERR SELECT is not allowed in cluster mode")
 	case n != 0:
 		c.w.Error("ERR DB index is out of range")
 	default:

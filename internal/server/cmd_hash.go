@@ -56,6 +56,9 @@ func (c *Conn) modifyHash(key []byte, fn func(hv *hashValue) bool) {
 			return
 		}
 		sh, e := c.lockForCreate(key)
+		if sh == nil {
+			return
+		}
 		if e != nil {
 			sh.mu.Unlock()
 			continue

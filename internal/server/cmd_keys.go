@@ -24,7 +24,9 @@ func typeName(v any) string {
 
 // lockForCreate locks key's shard for writing and returns it with the live entry for key, or nil
 // if there is none. An expired entry is removed first (journaling a DEL), which needs the server
-// to itself: outside an exclusive section it gets one, then locks again.
+// to itself: outside an exclusive section it gets one, then locks again. If a script past
+// busy-reply-threshold holds the server meanwhile, it answers -BUSY for the command and returns
+// a nil shard (never inside an exclusive section): the command must stop.
 func (c *Conn) lockForCreate(key []byte) (*shard, *entry) {
 	ks := c.srv.ks
 	for {
@@ -37,13 +39,16 @@ func (c *Conn) lockForCreate(key []byte) (*shard, *entry) {
 			return sh, nil
 		}
 		sh.mu.Unlock()
-		c.runExclusive(func() {
+		ok := c.runExclusive(func() {
 			sh, cur := ks.lockShard(key)
 			if cur == e && c.expired(e, -1) {
 				c.srv.removeExpired(c, sh, e)
 			}
 			sh.mu.Unlock()
 		})
+		if !ok {
+			return nil, nil
+		}
 	}
 }
 

@@ -27,7 +27,7 @@ const streamFrom = 8 << 20
 
 func migrateCmd(c *Conn, args [][]byte) {
 	var copyKeys bool
-	req := migrate.Request{}
+	req := migrate.Request{Asking: c.srv.cluster != nil} // a cluster node sends RESTORE-ASKING
 	first, n := 3, 1
 opts:
 	for j := 6; j < len(args); j++ {

@@ -81,6 +81,11 @@ func punsubscribeCmd(c *Conn, args [][]byte) {
 // log does not record it).
 func publishCmd(c *Conn, args [][]byte) {
 	c.w.Int(int64(c.srv.hub.Publish(args[1], args[2], c)))
+	if cl := c.srv.cluster; cl != nil {
+		// In a cluster the bus carries it to every node, replicas included, as in Redis.
+		cl.Publish(args[1], args[2], false)
+		return
+	}
 	c.propagateRepl(args)
 }
 

@@ -233,7 +233,7 @@ func (c *Conn) eval(args [][]byte, bySHA, ro bool) {
 	h := &scriptHost{s: s, caller: c, readOnly: ro || sc.Flags&script.FlagNoWrites != 0,
 		allowOOM:   sc.Flags&(script.FlagAllowOOM|script.FlagCompat) == script.FlagAllowOOM,
 		oomAtStart: s.overMaxmemory(), inTx: c.multiWrites != 0, sha: sc.SHA,
-		run: &scriptRun{obey: c.replApplier}}
+		run: &scriptRun{obey: c.replApplier}, slot: c.clusterSlot, crossSlot: sc.Flags&(script.FlagAllowCrossSlot|script.FlagCompat) != 0}
 	req.Host = h
 	var reply []byte
 	var msg string
@@ -245,8 +245,17 @@ func (c *Conn) eval(args [][]byte, bySHA, ro bool) {
 		// The script runs here, on the connection's goroutine or its event loop's, alone. The
 		// other connections wait for it; past busy-reply-threshold they are answered -BUSY,
 		// those of this event loop by a goroutine that serves the loop meanwhile (serveBusy).
+		// A script that waits for another, which passes busy-reply-threshold meanwhile, is
+		// refused -BUSY as any command arriving then is.
 		c.leaveGate()
-		s.gate.exclusive(func() { reply, msg = s.runScript(h, req) })
+		run := func() { reply, msg = s.runScript(h, req) }
+		if c.replApplier {
+			s.gate.exclusive(run)
+		} else if !s.gate.tryExclusive(run) {
+			c.busied = true
+			c.w.Error(errBusyScript)
+			return
+		}
 		c.takeScriptJournal(h)
 	}
 	c.scriptReply(reply, msg)
@@ -312,6 +321,9 @@ func (c *Conn) scriptPrepare(flags script.Flags, ro bool) string {
 		}
 		return ""
 	}
+	if flags&script.FlagNoCluster != 0 && s.cluster != nil {
+		return "ERR Can not run script on cluster, 'no-cluster' flag is set."
+	}
 	if stale && flags&script.FlagAllowStale == 0 {
 		return "MASTERDOWN Link with MASTER is down, replica-serve-stale-data is set to 'no' and 'allow-stale' flag is not set on the script."
 	}
@@ -374,6 +386,9 @@ func (s *Server) runScript(h *scriptHost, req *script.Request) ([]byte, string) 
 			go lp.serveBusy(caller, run.helperStop, run.helperDone)
 		}
 	}
+	if lp := caller.lp; lp != nil {
+		lp.beforeScript() // see serveBusy
+	}
 	reply, msg := s.scripts.Run(req)
 	s.scriptMu.Lock()
 	s.scriptRun.Store(nil)
@@ -429,6 +444,8 @@ type scriptHost struct {
 	allowOOM   bool
 	oomAtStart bool
 	inTx       bool       // the caller runs EXEC: effects join its transaction
+	slot       int        // cluster mode: the slot of the keys used so far, -1 before any
+	crossSlot  bool       // allow-cross-slot-keys, or no shebang
 	effects    [][][]byte // the journal records of the script's writes
 	wait       func() error
 	woff       int64
@@ -491,6 +508,9 @@ func (h *scriptHost) Call(args [][]byte, proto int) ([]byte, string) {
 	}
 	if write && !h.run.willWrite() {
 		return nil, "ERR " + msgKilled
+	}
+	if msg := h.caller.scriptClusterCheck(cmd, args, h.crossSlot, &h.slot); msg != "" {
+		return nil, msg
 	}
 	sc.setProto(proto)
 	sc.call(cmd, args)

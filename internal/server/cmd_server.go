@@ -23,7 +23,7 @@ type InfoProvider interface {
 }
 
 var infoSections = []string{"server", "clients", "memory", "persistence", "stats", "replication", "cpu", "modules",
-	"bloom", "commandstats", "errorstats", "latencystats", "keyspace"}
+	"bloom", "commandstats", "errorstats", "latencystats", "cluster", "keyspace"}
 
 func infoCmd(c *Conn, args [][]byte) {
 	want := map[string]bool{}
@@ -79,7 +79,11 @@ func (s *Server) appendInfo(b []byte, sec string, c *Conn) []byte {
 		b = append(b, "# Server\r\n"...)
 		b = field(b, "redis_version", redisVersion)
 		b = field(b, "bloomd_version", version.String())
-		b = field(b, "redis_mode", "standalone")
+		mode := "standalone"
+		if s.cluster != nil {
+			mode = "cluster"
+		}
+		b = field(b, "redis_mode", mode)
 		b = field(b, "os", runtime.GOOS+" "+runtime.GOARCH)
 		b = field(b, "arch_bits", strconv.IntSize)
 		b = field(b, "go_version", runtime.Version())
@@ -93,7 +97,7 @@ func (s *Server) appendInfo(b []byte, sec string, c *Conn) []byte {
 	case "clients":
 		b = append(b, "# Clients\r\n"...)
 		b = field(b, "connected_clients", s.clients.Load())
-		b = field(b, "cluster_connections", 0)
+		b = field(b, "cluster_connections", s.clusterConnections())
 		b = field(b, "maxclients", cfg.MaxClients)
 		b = field(b, "client_recent_max_input_buffer", 0)
 		b = field(b, "client_recent_max_output_buffer", s.obufPeak.max(time.Now().Unix()))
@@ -187,6 +191,8 @@ func (s *Server) appendInfo(b []byte, sec string, c *Conn) []byte {
 		b = fmt.Appendf(b, "module:name=bf,ver=%d,api=1,filters=0,usedby=[],using=[],options=[]\r\n", bfModuleVer)
 	case "bloom":
 		b = s.appendBloomInfo(b)
+	case "cluster":
+		b = s.appendClusterInfo(b)
 	case "keyspace":
 		b = append(b, "# Keyspace\r\n"...)
 		if keys, vol := s.ks.count(); keys > 0 {
@@ -285,6 +291,7 @@ func configSetCmd(c *Conn, args [][]byte) {
 	s.applyConfig(&next)
 	s.applyPersist(&old, &next)
 	s.applyRepl(&next)
+	s.applyCluster(&next)
 	if next.Timeout != old.Timeout {
 		s.rearmTimeouts()
 	}

@@ -62,6 +62,9 @@ func (c *Conn) modifyString(key []byte, fn func(sv *stringValue, created bool) b
 			return
 		}
 		sh, e := c.lockForCreate(key)
+		if sh == nil {
+			return
+		}
 		if e != nil {
 			sh.mu.Unlock()
 			continue // created meanwhile
@@ -296,6 +299,9 @@ func newStringEntry(key, v []byte) *entry {
 func setnxCmd(c *Conn, args [][]byte) {
 	key := args[1]
 	sh, old := c.lockForCreate(key)
+	if sh == nil {
+		return
+	}
 	defer sh.mu.Unlock()
 	if old != nil {
 		c.w.Int(0)

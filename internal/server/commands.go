@@ -68,6 +68,7 @@ func registerCommands(mx *Mux) {
 	cmd("scan", -2, r, 0, 0, 0, "2.8.0", "generic", "Iterates over the key names in the database.", scanCmd)
 	cmd("rename", 3, w|ex, 1, 2, 1, "1.0.0", "generic", "Renames a key and overwrites the destination.", renameCmd)
 	cmd("renamenx", 3, w|ex|f, 1, 2, 1, "1.0.0", "generic", "Renames a key only when the target key name doesn't exist.", renameCmd)
+	cmd("copy", -3, w|oom|ex, 1, 2, 1, "6.2.0", "generic", "Copy a key", copyCmd)
 	for _, e := range []struct{ name, summary string }{
 		{"expire", "Sets the expiration time of a key in seconds."},
 		{"pexpire", "Sets the expiration time of a key in milliseconds."},

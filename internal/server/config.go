@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/bloomd/bloom/internal/cluster"
 	"github.com/bloomd/bloom/internal/filterconf"
 	"github.com/bloomd/bloom/internal/persist"
 	"github.com/bloomd/bloom/internal/pubsub"
@@ -97,6 +98,8 @@ type Config struct {
 	// (the default) straight from the link when it holds no key, otherwise, like "disabled"
 	// (Redis's default), into a file first (see replHost.Load).
 	ReplDisklessLoad string
+	// Cluster holds the cluster-* settings (internal/cluster; see cluster.go).
+	Cluster cluster.Config
 
 	// Filters, if not nil, are the parameters of filters made without explicit ones and the
 	// per-filter size limits (bf-error-rate, ..., cf-max-filter-bytes; see config_filters.go).
@@ -164,6 +167,7 @@ func DefaultConfig() Config {
 		MetricsMaxFilters:    1000,
 		Replication:          repl.DefaultConfig(),
 		ReplDisklessLoad:     "on-empty-db",
+		Cluster:              cluster.DefaultConfig(),
 	}
 }
 
@@ -399,7 +403,7 @@ func (c *Config) Validate() error {
 			return fmt.Errorf("server: %w", err)
 		}
 	}
-	return nil
+	return c.validateCluster()
 }
 
 // parseMemory parses a redis.conf memory amount: digits with an optional unit, k/m/g for powers

@@ -139,28 +139,7 @@ var redisOnly = map[string]string{
 	"tls-session-cache-timeout": "bloomd's TLS resumes sessions with Go's session tickets, and keeps no session cache",
 	"tls-client-cert-file":      "bloomd makes no TLS connection of its own (tls-replication is no)",
 	"tls-client-key-file":       "bloomd makes no TLS connection of its own (tls-replication is no)",
-	"tls-cluster":               "bloomd has no cluster mode (cluster-enabled is no)",
-
-	// Redis Cluster: bloomd runs standalone (cluster-enabled yes is refused: see init below).
-	"cluster-config-file":                 "bloomd has no cluster mode (cluster-enabled is no)",
-	"cluster-node-timeout":                "bloomd has no cluster mode (cluster-enabled is no)",
-	"cluster-port":                        "bloomd has no cluster mode (cluster-enabled is no)",
-	"cluster-replica-validity-factor":     "bloomd has no cluster mode (cluster-enabled is no)",
-	"cluster-slave-validity-factor":       "bloomd has no cluster mode (cluster-enabled is no)",
-	"cluster-migration-barrier":           "bloomd has no cluster mode (cluster-enabled is no)",
-	"cluster-allow-replica-migration":     "bloomd has no cluster mode (cluster-enabled is no)",
-	"cluster-require-full-coverage":       "bloomd has no cluster mode (cluster-enabled is no)",
-	"cluster-replica-no-failover":         "bloomd has no cluster mode (cluster-enabled is no)",
-	"cluster-slave-no-failover":           "bloomd has no cluster mode (cluster-enabled is no)",
-	"cluster-allow-reads-when-down":       "bloomd has no cluster mode (cluster-enabled is no)",
-	"cluster-allow-pubsubshard-when-down": "bloomd has no cluster mode (cluster-enabled is no)",
-	"cluster-link-sendbuf-limit":          "bloomd has no cluster mode (cluster-enabled is no)",
-	"cluster-announce-hostname":           "bloomd has no cluster mode (cluster-enabled is no)",
-	"cluster-preferred-endpoint-type":     "bloomd has no cluster mode (cluster-enabled is no)",
-	"cluster-announce-ip":                 "bloomd has no cluster mode (cluster-enabled is no)",
-	"cluster-announce-port":               "bloomd has no cluster mode (cluster-enabled is no)",
-	"cluster-announce-bus-port":           "bloomd has no cluster mode (cluster-enabled is no)",
-	"cluster-announce-tls-port":           "bloomd has no cluster mode (cluster-enabled is no)",
+	"tls-cluster":               "bloomd's cluster bus is plain TCP",
 }
 
 // redisFixed gives, for settings of redisOnly, the value that says what bloomd does: a config
@@ -203,17 +182,19 @@ var redisFixed = map[string]string{
 
 // redisAliases maps Redis's older names of settings that bloomd implements to their names.
 var redisAliases = map[string]string{
-	"slaveof":                "replicaof",
-	"slave-serve-stale-data": "replica-serve-stale-data",
-	"slave-read-only":        "replica-read-only",
-	"slave-priority":         "replica-priority",
-	"slave-announce-ip":      "replica-announce-ip",
-	"slave-announce-port":    "replica-announce-port",
-	"min-slaves-to-write":    "min-replicas-to-write",
-	"min-slaves-max-lag":     "min-replicas-max-lag",
-	"slave-lazy-flush":       "replica-lazy-flush",
-	"slave-ignore-maxmemory": "replica-ignore-maxmemory",
-	"repl-ping-slave-period": "repl-ping-replica-period",
+	"slaveof":                       "replicaof",
+	"slave-serve-stale-data":        "replica-serve-stale-data",
+	"slave-read-only":               "replica-read-only",
+	"slave-priority":                "replica-priority",
+	"slave-announce-ip":             "replica-announce-ip",
+	"slave-announce-port":           "replica-announce-port",
+	"min-slaves-to-write":           "min-replicas-to-write",
+	"min-slaves-max-lag":            "min-replicas-max-lag",
+	"slave-lazy-flush":              "replica-lazy-flush",
+	"slave-ignore-maxmemory":        "replica-ignore-maxmemory",
+	"repl-ping-slave-period":        "repl-ping-replica-period",
+	"cluster-slave-validity-factor": "cluster-replica-validity-factor",
+	"cluster-slave-no-failover":     "cluster-replica-no-failover",
 }
 
 // redisRefused lists the redis.conf directives that bloomd refuses, with why: rename-command,
@@ -231,7 +212,6 @@ func init() {
 		params = append(params, onlyParam(name, redisFixed[name], redisOnly[name]))
 	}
 	params = append(params,
-		onlyParam("cluster-enabled", "no", "bloomd cannot be a Redis Cluster node (it has no cluster bus); run it standalone"),
 		onlyParam("tls-replication", "no", "bloomd's replica connects to its primary without TLS; point replicaof at a plain port"),
 		onlyParam("tls-key-file-pass", "", "bloomd cannot read an encrypted private key; decrypt it (openssl pkey -in key.pem -out plain.pem) and keep the file private"),
 		onlyParam("tls-client-key-file-pass", "", "bloomd cannot read an encrypted private key, and makes no TLS connection of its own"),

@@ -134,7 +134,6 @@ func TestRedisFixedValues(t *testing.T) {
 func TestRedisRefusedSettings(t *testing.T) {
 	for _, tc := range []struct{ line, want string }{
 		{"rename-command FLUSHALL \"\"", "line 1: rename-command: bloomd cannot rename or hide commands; deny them to users with ACL rules"},
-		{"cluster-enabled yes", "line 1: cluster-enabled: bloomd cannot be a Redis Cluster node"},
 		{"tls-replication yes", "line 1: tls-replication: bloomd's replica connects to its primary without TLS"},
 		{"tls-key-file-pass secret", "line 1: tls-key-file-pass: bloomd cannot read an encrypted private key"},
 		{"sentinel monitor mymaster 127.0.0.1 6379 2", "line 1: sentinel: bloomd is not Redis Sentinel"},

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/bloomd/bloom/internal/acl"
+	"github.com/bloomd/bloom/internal/cluster"
 	"github.com/bloomd/bloom/internal/pubsub"
 	"github.com/bloomd/bloom/internal/repl"
 	"github.com/bloomd/bloom/internal/resp"
@@ -46,10 +47,15 @@ type Conn struct {
 	fd       int
 	out      []byte // replies the socket did not take yet; no more commands run until it does
 	closing  bool   // close once out is written
-	inRing   bool   // its replies are queued in the loop's ring (loop.queueWrite)
+	inRing   bool   // its replies are queued in the loop's ring (loop.queueWrite, loop.queueSend)
 	deadline int64  // unix ms after which an idle connection is closed; 0 for none
-	fdMu     sync.Mutex
-	fdClosed bool // under fdMu: the loop closed fd, which kill must not touch
+	// A waiting loop's (loop_wait_linux.go): the connection's generation in its ring's tags,
+	// whether its multishot receive runs, whether the ring waits for its socket to take bytes.
+	ringGen    uint32
+	recvArmed  bool
+	pollingOut bool
+	fdMu       sync.Mutex
+	fdClosed   bool // under fdMu: the loop closed fd, which kill must not touch
 
 	id          int64
 	addr, laddr string
@@ -60,6 +66,7 @@ type Conn struct {
 	multi       *multiState                 // non-nil between MULTI and EXEC/DISCARD
 	multiWrites int                         // inside EXEC: 1 before the first journaled write, 2 after
 	inExclusive bool                        // running alone: inside an exclusive command or runExclusive
+	busied      bool                        // the running command was refused -BUSY midway (runExclusive)
 	wait        func() error                // the journal's wait for this batch's latest write
 	quit        bool                        // close once the replies are flushed
 
@@ -71,6 +78,14 @@ type Conn struct {
 	newKey      []byte   // a key the command created, whose "new" event is pending (notify.go)
 
 	script *scriptHost // the script client's running script (cmd_script.go); nil otherwise
+
+	// Cluster mode (cluster.go): ASKING was sent for the next command, READONLY is on, and
+	// the keys of the command being routed.
+	asking          bool
+	readonlyCluster bool
+	cq              cluster.Query
+	clusterSlot     int  // the slot of the running command's keys, -1 if none (for its script)
+	clusterAsking   bool // ASKING applies to the running command
 
 	batch *batchHashes // the event loop's (see prefetchBatch); nil without one
 
@@ -475,6 +490,18 @@ func (c *Conn) execute(args [][]byte) {
 		c.aclDenied(cmd, args, r, i)
 		return
 	}
+	if c.srv.cluster != nil && !c.replApplier {
+		// ASKING holds for the next command only, or from MULTI to EXEC (or DISCARD) for a
+		// transaction's commands, as Redis clears it after each command outside MULTI.
+		asking := c.asking
+		if asking && (c.multi == nil && cmd.Name != "multi" || cmd.Name == "exec" || cmd.Name == "discard") {
+			c.asking = false
+		}
+		c.clusterSlot, c.clusterAsking = -1, asking
+		if clusterKeyed(cmd) && c.clusterCheck(cmd, args, asking) {
+			return
+		}
+	}
 	if c.ps != nil && c.subs.Load() > 0 && c.w.Proto == 2 && !subscribedOK(cmd) {
 		c.reject(errSubscribed(cmd))
 		return
@@ -658,6 +685,13 @@ func (c *Conn) call(cmd *Command, args [][]byte) {
 		c.rejectCmd(cmd, errBusyScript)
 		return
 	}
+	if c.busied {
+		// Refused midway, before it changed anything: counted as refused, as at its start.
+		c.busied = false
+		cmd.stats.Reject()
+		c.srv.mstats.Rejected()
+		return
+	}
 	if held != nil {
 		c.pendingCmds-- // counted when it runs
 		c.hold(held, cmd, args)
@@ -685,31 +719,53 @@ func (c *Conn) leaveGate() {
 
 // runExclusive runs fn while no other command runs: for removing keys and for writes that do not
 // commute with adds (see keyspace). Called inside a command, it leaves the gate while it waits
-// for the others and enters it again afterwards.
-func (c *Conn) runExclusive(fn func()) {
+// for the others, and takes its place in the gate again before the others may go on, so that no
+// exclusive run (a script) can come between fn and the rest of the command. Like a command that
+// waits at its start, it gives up when the server is held by a script past busy-reply-threshold:
+// it then answers -BUSY for the command, which must stop, and reports false; fn has not run.
+func (c *Conn) runExclusive(fn func()) bool {
 	if c.inExclusive {
 		fn()
-		return
+		return true
 	}
-	c.outsideGate(func() {
-		c.srv.gate.exclusive(func() {
-			c.inExclusive = true
-			defer func() { c.inExclusive = false }()
-			fn()
-		})
-	})
-}
-
-// outsideGate runs fn from inside a command with the connection out of the gate, so that fn may
-// wait for every other command to end: running alone (runExclusive), or pausing every command
-// for a snapshot's start (SAVE, SHUTDOWN).
-func (c *Conn) outsideGate(fn func()) {
 	was := c.gs.entered
 	c.leaveGate()
-	fn()
-	if was {
-		c.enterGate()
+	if h := upgradeHook.Load(); h != nil {
+		(*h)()
 	}
+	alone := func() {
+		c.inExclusive = true
+		defer func() { c.inExclusive = false }()
+		fn()
+		if was {
+			// Entered again while still alone: the next exclusive run waits for the command's end.
+			c.srv.gate.mark(c.gs.slot)
+			c.gs.entered = true
+		}
+	}
+	if c.replApplier {
+		c.srv.gate.exclusive(alone)
+		return true
+	}
+	if !c.srv.gate.tryExclusive(alone) {
+		c.busied = true
+		c.w.Error(errBusyScript)
+		return false
+	}
+	return true
+}
+
+// upgradeHook, when set (by tests), runs in runExclusive between a command's leaving the gate and
+// its asking to run alone: the instant in which a script may take the gate first.
+var upgradeHook atomic.Pointer[func()]
+
+// outsideGate runs fn from inside a command with the connection out of the gate, so that fn may
+// wait for every other command to end: pausing every command for a snapshot's start (SAVE,
+// SHUTDOWN), or waiting for a blocking command's reply. The command does not enter the gate
+// again (which could wait behind a script): after fn it touches no key, only replies.
+func (c *Conn) outsideGate(fn func()) {
+	c.leaveGate()
+	fn()
 }
 
 // recovered logs a panic caught while serving c, which is then closed. It is the last line of

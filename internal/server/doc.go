@@ -15,15 +15,20 @@
 // # A request's path
 //
 // On Linux, plain TCP connections are served by event loops (io-threads, by default one per
-// core but one), as Redis serves its clients: a loop waits for readable sockets with epoll,
-// reads each once into the connection's resp.Reader, runs every complete request in the buffer,
-// waits once for the journal (all of the iteration's writes), then writes each connection's
-// replies with one write. Where the kernel has io_uring (internal/uring), the reads of an
-// iteration are one system call for all its sockets, and so are the writes. An idle loop parks in the Go runtime's poller (its epoll descriptor is
-// registered there) rather than in a blocking system call, which would cost two thread switches
-// per wake-up. TLS connections, and all connections elsewhere, have a goroutine each, which
-// reads, runs the complete requests, and flushes once before it reads again: one write per
-// pipelined batch either way.
+// core but one), as Redis serves its clients: an iteration takes what arrived on each socket
+// into the connection's resp.Reader, runs every complete request in the buffer, waits once for
+// the journal (all of the iteration's writes), then writes each connection's replies at once.
+// Where the kernel has io_uring with multishot receives and deferred task work (Linux 6.1,
+// internal/uring), a loop keeps its goroutine on one thread and waits in io_uring_enter
+// (loop_wait_linux.go): each connection has one receive that goes on for its life, bringing its
+// bytes in buffers the ring provides, and the system call that sends an iteration's replies
+// also waits for the next requests, so a request costs no system call of its own and no pass
+// through Go's scheduler. Elsewhere a loop waits for readable sockets with epoll, parked in the
+// Go runtime's poller (its epoll descriptor is registered there) rather than in a blocking
+// system call, and reads each socket once; with io_uring (Linux 5.6), the reads of an iteration
+// are one system call for all its sockets, and so are the writes. TLS connections, and all
+// connections elsewhere, have a goroutine each, which reads, runs the complete requests, and
+// flushes once before it reads again: one write per pipelined batch either way.
 //
 // A request is looked up in the command table (a Mux: name, arity, flags, key positions),
 // checked for authentication, for the user's permissions (internal/acl: Redis 7.0's ACL users,
@@ -43,8 +48,9 @@
 // arrays and its counts atomic increments (see redisbloom.Chain), and tests atomic loads, so adds
 // and tests to one filter run in parallel on every core.
 //
-// Removing or replacing an entry (DEL, UNLINK, RENAME, FLUSHALL, SET, expiry) and overwriting
-// bits with BF.LOADCHUNK are the only operations that do not commute with adds. They run alone:
+// Removing or replacing an entry (DEL, UNLINK, RENAME, FLUSHALL, SET, expiry), copying one
+// (COPY) and overwriting bits with BF.LOADCHUNK are the only operations that do not commute
+// with adds. They run alone:
 // a gate lets one goroutine wait until no command is in flight and run while new ones wait. A
 // connection marks itself in flight from the first command of a batch to the flush, with two
 // stores to its own cache line, so the gate costs the hot path no shared write. EXEC runs its
@@ -53,9 +59,11 @@
 //
 // A Lua script (cmd_script.go, internal/script) runs alone as well, on its caller's goroutine or
 // event loop. Past busy-reply-threshold it declares itself busy: the commands waiting for the
-// gate give up and are answered -BUSY (the allow_busy ones, SCRIPT KILL and SHUTDOWN NOSAVE
-// among them, run beside it), and a helper goroutine serves the caller's event loop meanwhile
-// (loop.serveBusy), so no client waits behind a script that does not end.
+// gate give up and are answered -BUSY, whether they wait at their start or midway to run alone
+// (BF.LOADCHUNK over a filter, a creation over an expired key: TestUpgradeBehindBusyScript);
+// the allow_busy ones, SCRIPT KILL and SHUTDOWN NOSAVE among them, run beside it; and a helper
+// goroutine serves the caller's event loop meanwhile (loop.serveBusy), so no client waits behind
+// a script that does not end.
 //
 // MIGRATE moves keys without stopping the server: it marks them inside an exclusive instant,
 // sends them while other commands run, and deletes them once the target acknowledged; writes to
@@ -117,6 +125,8 @@
 //     later command on it is journaled after its creation;
 //   - everything that removes, replaces or overwrites runs alone (above), so its record is
 //     ordered against all others; a transaction's writes are journaled between MULTI and EXEC;
+//   - a COPY is journaled as what the copy holds (cmd_copy.go): a filter as its dump, a string
+//     as SET, since the source a replay finds may hold bits copied after the COPY;
 //   - expiry times are absolute unix milliseconds (EXPIRE is journaled as PEXPIREAT, SET's EX as
 //     PXAT), and an expired key's removal is journaled as DEL, as Redis propagates it;
 //   - a write to a string or hash is journaled under the value's lock, in the form that replays
@@ -149,4 +159,19 @@
 // cmd_pubsub.go connects internal/pubsub: published messages reach a connection in an event
 // loop through its loop, and one with its own goroutine through a writer goroutine, in order;
 // PUBLISH goes to the replicas too, not to the journal (Conn.propagateRepl).
+//
+// # Cluster mode
+//
+// With cluster-enabled yes, bloomd is a node of a Redis Cluster 7.0 (internal/cluster holds the
+// bus, the state machine and the routing; cluster.go connects them): before a command runs or is
+// queued, its keys, found by its key specs as the ACL check finds them, are checked against the
+// cluster's routing snapshot (one atomic load, no lock, no allocation), and a command this node
+// does not serve is answered -MOVED, -ASK, -TRYAGAIN, -CROSSSLOT or -CLUSTERDOWN as Redis answers
+// it; EXEC checks the keys of the whole transaction. Commands of the primary's stream and of the
+// data files are never redirected. The keyspace lists the keys of each hash slot (slotindex.go)
+// for CLUSTER COUNTKEYSINSLOT and GETKEYSINSLOT and for deleting a lost slot's keys, which runs
+// alone and journals a DEL per key. The cluster drives replication (REPLICAOF is refused, as in
+// Redis's cluster mode); PUBLISH goes over the bus to every node instead of the replication
+// stream. Writes that arrive while a manual failover pauses them are answered, once the pause
+// ends, with where their keys are served then.
 package server

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"strconv"
 	"strings"
@@ -208,3 +209,45 @@ func TestFullSyncChargedToCeiling(t *testing.T) {
 
 // chunkBytes is the unit of the backlog's charges (internal/repl's chunkSize).
 const chunkBytes = 16 << 10
+
+// TestSnapshotChargedToCeiling: a snapshot of the data files charges its copies of the cuckoo
+// filters to the memory ceiling, as a full sync does, until it is written: SAVE with no room for
+// them fails with the sizes, leaves the files as they were, and charges nothing afterwards; with
+// room it saves, and gives the memory back.
+func TestSnapshotChargedToCeiling(t *testing.T) {
+	const used, ceil = 1 << 20, 96 << 20
+	dir := t.TempDir()
+	s := startDurable(t, dir, func(c *Config) {
+		c.AppendOnly = true
+		c.MemoryProbe = fakeCgroup(t, used+64<<20+ceil, used) // the margin is 64 MiB here
+	})
+	c := dial(t, s.addr())
+	if v := c.do("CF.RESERVE", "big", "67108864"); v.Text() != "OK" {
+		t.Fatalf("CF.RESERVE: %v", v)
+	}
+	c.do("CF.ADD", "big", "x")
+	before := redistest.FileDigests(t, dir)
+	base := s.ks.replUsed.Load()
+	if v := c.do("SAVE"); !strings.HasPrefix(v.Text(), "ERR ") || !strings.Contains(v.Text(), "cuckoo") || !strings.Contains(v.Text(), "bytes") {
+		t.Fatalf("SAVE with no room for the copy: %v", v)
+	}
+	if after := redistest.FileDigests(t, dir); !maps.Equal(before, after) {
+		t.Errorf("a refused snapshot changed the data files:\n%v\n%v", before, after)
+	}
+	if n := s.ks.replUsed.Load(); n != base {
+		t.Errorf("a refused snapshot left %d bytes charged (was %d)", n, base)
+	}
+	if v := c.do("CF.ADD", "big", "y"); v.Int != 1 {
+		t.Fatalf("after the refusal: CF.ADD %v", v)
+	}
+	c.do("DEL", "big")
+	if v := c.do("CF.RESERVE", "small", "1048576"); v.Text() != "OK" {
+		t.Fatalf("CF.RESERVE: %v", v)
+	}
+	if v := c.do("SAVE"); v.Text() != "OK" {
+		t.Fatalf("SAVE with room: %v", v)
+	}
+	if n := s.ks.replUsed.Load(); n != base {
+		t.Errorf("a snapshot left %d bytes charged (was %d)", n, base)
+	}
+}

@@ -108,6 +108,10 @@ func (g *gate) setBusy() {
 	}
 }
 
+// mark marks s busy without looking at the flag: for the exclusive runner, which takes its own
+// slot again before it lets the others go on (Conn.runExclusive).
+func (g *gate) mark(s *slot) { s.busy.Store(true) }
+
 // exit marks s idle.
 func (g *gate) exit(s *slot) { s.busy.Store(false) }
 

@@ -70,29 +70,43 @@ func serveFreePort(t testing.TB, s *Server) {
 	if err := s.addListener(ln); err != nil {
 		t.Fatal(err)
 	}
+	if err := s.initCluster(); err != nil { // a cluster node knows its port from the listener
+		t.Fatal(err)
+	}
+	s.startCluster()
 	go s.acceptLoop(ln)
 }
 
-// testLoops is the io-threads setting of the servers tests start; forEachIOMode runs a test with
-// event loops (batching reads and writes through io_uring where the system has it, and with a
-// system call each), and with a goroutine per connection.
+// testLoops is the io-threads setting of the servers tests start; forEachIOMode runs a test in
+// each of ioModes.
 var testLoops = 0
 
 func forEachIOMode(t *testing.T, test func(t *testing.T)) {
-	for _, m := range []struct {
-		name  string
-		loops int
-		ring  bool
-	}{{"loops", 0, true}, {"loops-syscalls", 0, false}, {"goroutines", -1, true}} {
+	for _, m := range ioModes {
 		if m.loops >= 0 && !loopsSupported {
 			continue
 		}
 		t.Run(m.name, func(t *testing.T) {
-			defer func(old int, ring bool) { testLoops, useRing = old, ring }(testLoops, useRing)
-			testLoops, useRing = m.loops, m.ring
+			defer func(old int, ring, waiting bool) { testLoops, useRing, useWaiting = old, ring, waiting }(testLoops, useRing, useWaiting)
+			testLoops, useRing, useWaiting = m.loops, m.ring, m.waiting
 			test(t)
 		})
 	}
+}
+
+// ioModes are the ways of serving connections that forEachIOMode runs tests in: event loops
+// that wait on io_uring (where the kernel can, and otherwise as "loops-batched" does), event
+// loops in Go's poller with each iteration's reads and writes batched through io_uring (where
+// the kernel has it), with a system call each, and a goroutine per connection.
+var ioModes = []struct {
+	name          string
+	loops         int
+	ring, waiting bool
+}{
+	{"loops", 0, true, true},
+	{"loops-batched", 0, true, false},
+	{"loops-syscalls", 0, false, false},
+	{"goroutines", -1, true, true},
 }
 
 func discardLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }

@@ -68,5 +68,20 @@ func (c *Conn) propagateRepl(args [][]byte) {
 	}
 }
 
+// journalGroup makes the records fn journals one transaction (MULTI ... EXEC) in the journal and
+// the replicas' stream, as EXEC's are; inside EXEC or a script they are part of one already.
+func (c *Conn) journalGroup(fn func()) {
+	if c.script != nil || c.multiWrites != 0 {
+		fn()
+		return
+	}
+	c.multiWrites = 1 // the first record opens the transaction
+	fn()
+	if c.multiWrites == 2 {
+		c.appendJournal(c.srv.journal, [][]byte{[]byte("EXEC")})
+	}
+	c.multiWrites = 0
+}
+
 // propagateCmd journals a rewritten command.
 func (c *Conn) propagateCmd(args ...[]byte) { c.propagate(args) }

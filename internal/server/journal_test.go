@@ -156,7 +156,7 @@ func TestJournalReplay(t *testing.T) {
 		key := func() string { return fmt.Sprint("k", rng.IntN(8)) }
 		far := fmt.Sprint(time.Now().Add(time.Hour).UnixMilli())
 		for range 3000 {
-			switch rng.IntN(22) {
+			switch rng.IntN(24) {
 			case 0:
 				c.do("BF.RESERVE", key(), "0.01", fmt.Sprint(1+rng.IntN(50)), "EXPANSION", fmt.Sprint(1+rng.IntN(3)))
 			case 1, 2, 3:
@@ -210,6 +210,10 @@ func TestJournalReplay(t *testing.T) {
 				c.do("HDEL", key(), fmt.Sprint("f", rng.IntN(5)), fmt.Sprint("g", rng.IntN(5)))
 			case 21:
 				c.do("BITOP", []string{"AND", "OR", "XOR"}[rng.IntN(3)], key(), key(), key())
+			case 22:
+				c.do("COPY", key(), key())
+			case 23:
+				c.do("COPY", key(), key(), "REPLACE")
 			}
 		}
 		live := state(t, s)

@@ -42,6 +42,9 @@ type keyspace struct {
 
 	// exclusive, if set, reports whether the caller runs alone; removeLocked checks it.
 	exclusive func() bool
+
+	// slots, in cluster mode, lists the keys of each hash slot (slotindex.go).
+	slots *slotIndex
 }
 
 type shard struct {
@@ -58,6 +61,10 @@ type entry struct {
 	val    any          // *bloomValue, *cuckooValue, *stringValue or *hashValue
 	expire atomic.Int64 // absolute unix milliseconds; 0 means none
 	mem    atomic.Int64 // charged bytes: keyOverhead and the key (a value charges its own)
+
+	// In cluster mode, the key's hash slot and its neighbours in the slot's list (slotindex.go).
+	slot               uint16
+	slotPrev, slotNext *entry
 }
 
 // Strings (which the bitmap commands work on) and hashes are internal/value's types, changed in
@@ -145,6 +152,9 @@ func (ks *keyspace) lockShard(key []byte) (*shard, *entry) {
 // insertLocked publishes e under sh's write lock. Its memory (e.mem) must have been reserved.
 func (ks *keyspace) insertLocked(sh *shard, e *entry) {
 	sh.m[e.key] = e
+	if ks.slots != nil {
+		ks.slots.add(e)
+	}
 	if e.expire.Load() != 0 {
 		sh.vol[e] = struct{}{}
 	}
@@ -170,6 +180,9 @@ func (ks *keyspace) removeLocked(sh *shard, e *entry) {
 	}
 	ks.gen.Add(1)
 	delete(sh.m, e.key)
+	if ks.slots != nil {
+		ks.slots.remove(e)
+	}
 	delete(sh.vol, e)
 	ks.used.Add(-e.mem.Load() - valueMem(e.val))
 	ks.freed.Add(valueMem(e.val))

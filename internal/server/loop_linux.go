@@ -9,6 +9,7 @@ import (
 	"os"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 	"unsafe"
@@ -23,7 +24,9 @@ import (
 // with one write. Compared with a goroutine per connection this saves, per request, the read that
 // finds nothing before the goroutine parks, and the scheduler's wake-ups; bloomd runs one loop
 // per core. With io_uring, all the reads of an iteration are one system call, and all the writes
-// another (readBatch, finish).
+// another (readBatch, finish). Where the kernel can, a loop waits on io_uring instead of epoll
+// (runWaiting, loop_wait_linux.go): the same iteration, with receives that the kernel completes
+// into the ring's buffers, and the writes sent by the system call that waits.
 type loop struct {
 	srv    *Server
 	epfd   int
@@ -69,6 +72,25 @@ type loop struct {
 
 	helping     bool               // serveBusy runs the loop: no io_uring (the loop's own batch is in flight)
 	completions []uring.Completion // the reads submitReads is running
+
+	// A waiting loop's ring (see loop_wait_linux.go), nil in the other modes; the completions
+	// of its latest wait, of which cq[:cqAt] are taken; connections whose receive is to be
+	// armed again once this iteration has given its buffers back; the latest connection's
+	// generation.
+	wring *uring.Ring
+	cq    []uring.Completion
+	cqAt  int
+	rearm []*Conn
+	gen   uint32
+
+	// serveBusy's service of a waiting loop: the cancellations it left to the loop's thread,
+	// and whether the loop has yet to set its connections' ring operations right.
+	cancels     []uint64
+	afterHelp   bool
+	wakeUnarmed bool
+	waiting     atomic.Bool // the loop waits on its ring (for tests)
+	waitSetup   func() (*uring.Ring, error)
+	holdP       bool
 
 	batch batchHashes // of the batch that process runs (see prefetchBatch)
 }
@@ -121,6 +143,9 @@ func newLoop(s *Server) (*loop, error) {
 	lp := &loop{srv: s, epfd: epfd, epf: epf, rc: rc, efd: efd, gs: gateState{slot: s.gate.register()},
 		events: make([]syscall.EpollEvent, 256)}
 	lp.pollFn = lp.pollOnce
+	if useWaiting {
+		lp.waitSetup = waitingSetup()
+	}
 	if useRing {
 		if lp.ring, err = uring.New(ringEntries); err != nil {
 			s.log.Debug("io_uring unavailable; the event loop reads and writes with a system call each", "err", err)
@@ -290,6 +315,9 @@ func (lp *loop) run() {
 			lp.ring.Close()
 		}
 	}()
+	if lp.waitSetup != nil && lp.runWaiting() {
+		return
+	}
 	for {
 		n, err := lp.poll()
 		if err != nil {
@@ -365,6 +393,16 @@ func (lp *loop) control(now time.Time) {
 		lp.takePushed(c)
 	}
 	for _, c := range in {
+		if lp.wring != nil {
+			lp.gen++
+			c.ringGen = lp.gen
+		}
+		if lp.wring != nil && !lp.helping {
+			lp.put(c)
+			lp.armRecv(c)
+			lp.touch(c, now)
+			continue
+		}
 		ev := syscall.EpollEvent{Events: syscall.EPOLLIN | syscall.EPOLLRDHUP, Fd: int32(c.fd)}
 		if err := syscall.EpollCtl(lp.epfd, syscall.EPOLL_CTL_ADD, c.fd, &ev); err != nil {
 			lp.srv.log.Warn("cannot watch a new connection; closing it", "client", c.addr, "err", err)
@@ -452,7 +490,7 @@ func (lp *loop) expire(now time.Time) {
 	timeout := lp.srv.timeout.Load() / int64(time.Millisecond)
 	for _, c := range lp.conns {
 		switch {
-		case c == nil || len(c.out) > 0:
+		case c == nil || len(c.out) > 0 || c.inRing:
 		case lp.stopSeen && c.deadline != 0 && ms > c.deadline:
 			lp.close(c)
 		case timeout > 0 && ms-c.lastActive.Load() > timeout:
@@ -588,7 +626,7 @@ func (lp *loop) process(c *Conn) {
 	if c.rd.Buffered() >= prefetchMinBytes {
 		c.prefetchBatch()
 	}
-	for len(c.out) == 0 && !c.closing && !c.blocked {
+	for len(c.out) == 0 && !c.closing && !c.blocked && !c.inRing {
 		if c.resume != nil {
 			// A command held for a key being migrated runs before the requests behind it.
 			args := c.resume
@@ -692,9 +730,14 @@ func (lp *loop) finish() {
 			c.lagging = true
 			lp.lagging = append(lp.lagging, c)
 		}
-		if lp.ring != nil && !lp.helping {
+		switch {
+		case lp.helping:
+			lp.write(c)
+		case lp.wring != nil:
+			lp.queueSend(c)
+		case lp.ring != nil:
 			lp.queueWrite(c)
-		} else {
+		default:
 			lp.write(c)
 		}
 	}
@@ -702,7 +745,7 @@ func (lp *loop) finish() {
 		lp.submitWrites()
 	}
 	for _, c := range lp.dirty {
-		if c.closing && len(c.out) == 0 && lp.conn(c.fd) == c {
+		if c.closing && len(c.out) == 0 && !c.inRing && lp.conn(c.fd) == c {
 			lp.close(c)
 		}
 	}
@@ -762,7 +805,11 @@ func (lp *loop) wrote(c *Conn, n int, err error) {
 		lp.setOut(c, append(c.out[:0], b[n:]...))
 		c.w.Clear()
 		if lp.checkOut(c) {
-			lp.watch(c, syscall.EPOLLOUT)
+			if lp.wring != nil && !lp.helping {
+				lp.pauseRecv(c)
+			} else {
+				lp.watch(c, syscall.EPOLLOUT)
+			}
 		}
 		return
 	}
@@ -862,10 +909,17 @@ func (lp *loop) writeOut(c *Conn) {
 	}
 	lp.setOut(c, c.out[n:])
 	if len(c.out) > 0 {
+		if lp.wring != nil && !lp.helping {
+			lp.pollWritable(c)
+		}
 		return
 	}
 	lp.setOut(c, nil)
-	lp.watch(c, syscall.EPOLLIN|syscall.EPOLLRDHUP)
+	if lp.wring != nil && !lp.helping {
+		lp.armRecv(c)
+	} else {
+		lp.watch(c, syscall.EPOLLIN|syscall.EPOLLRDHUP)
+	}
 	if c.closing {
 		lp.close(c)
 		return
@@ -941,6 +995,9 @@ func (lp *loop) close(c *Conn) {
 	c.closing = true // a batch that closed it runs no further request (process)
 	lp.conns[c.fd] = nil
 	lp.nconns--
+	if lp.wring != nil {
+		lp.forget(c)
+	}
 	c.fdMu.Lock()
 	c.fdClosed = true
 	syscall.Close(c.fd) // also removes it from epoll
@@ -965,6 +1022,9 @@ func (s *Server) startLoops(n int) error {
 		if err != nil {
 			return err
 		}
+		// A waiting loop may hold its P while it waits (see waitRing) when that leaves one
+		// for the rest of the process.
+		lp.holdP = n < runtime.GOMAXPROCS(0)
 		s.loops = append(s.loops, lp)
 		s.wg.Add(1)
 		go lp.run()
@@ -995,7 +1055,12 @@ func (lp *loop) handOver(c *Conn) {
 	c.closePubSub()
 	lp.conns[c.fd] = nil
 	lp.nconns--
-	syscall.EpollCtl(lp.epfd, syscall.EPOLL_CTL_DEL, c.fd, nil)
+	if lp.wring != nil {
+		buf = lp.takeAhead(c, buf)
+		lp.forget(c)
+	} else {
+		syscall.EpollCtl(lp.epfd, syscall.EPOLL_CTL_DEL, c.fd, nil)
+	}
 	c.fdMu.Lock()
 	c.fdClosed = true
 	c.fdMu.Unlock()
@@ -1036,6 +1101,10 @@ func (lp *loop) serveBusy(caller *Conn, stop <-chan struct{}, done chan<- struct
 		if c := lp.reading[d.Tag]; c != nil && c != caller {
 			lp.takeRead(d, now)
 		}
+	}
+	if lp.wring != nil {
+		lp.helpWaiting(caller, now)
+		defer lp.helped()
 	}
 	lp.finish()
 	events := make([]syscall.EpollEvent, 64)

@@ -10,8 +10,11 @@ import (
 // Without epoll every connection has its own goroutine.
 const loopsSupported = false
 
-// useRing means nothing without event loops.
-var useRing = false
+// useRing and useWaiting mean nothing without event loops.
+var (
+	useRing    = false
+	useWaiting = false
+)
 
 type loop struct{ gs gateState }
 
@@ -26,5 +29,6 @@ func adopt(*net.TCPConn) (int, error)                                    { retur
 func (s *Server) newLoopConn(lp *loop, fd int, addr, laddr string) *Conn { return nil }
 
 func (lp *loop) handOver(*Conn) {}
+func (lp *loop) beforeScript()  {}
 
 func (lp *loop) serveBusy(_ *Conn, _ <-chan struct{}, done chan<- struct{}) { close(done) }

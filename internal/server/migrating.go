@@ -138,6 +138,9 @@ func (c *Conn) hold(ch <-chan struct{}, cmd *Command, args [][]byte) {
 	if c.lp == nil {
 		c.outsideGate(func() { <-ch })
 		c.rerun = true
+		if c.srv.cluster != nil && clusterKeyed(cmd) && c.clusterCheck(cmd, args, false) {
+			return // the key moved meanwhile: -ASK or -MOVED
+		}
 		c.call(cmd, args)
 		return
 	}

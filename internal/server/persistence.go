@@ -135,6 +135,25 @@ func (k dataKeyspace) Capture() []persist.Item {
 	return items
 }
 
+// CaptureCharged is Capture for a snapshot of the data files, with the copies of the cuckoo
+// filters charged to the memory ceiling until the snapshot is written (release), as a full
+// sync's are (replHost.Snapshot); a snapshot whose copies do not fit is refused.
+func (k dataKeyspace) CaptureCharged() ([]persist.Item, func(), error) {
+	s := k.s
+	var charged int64
+	items, err := k.capture(func(n int64) error {
+		if err := s.chargeRepl(n); err != nil {
+			return fmt.Errorf("the copies of its cuckoo filters (%d bytes, %s) do not fit under the memory limit: %w", n, humanBytes(n), err)
+		}
+		charged = n
+		return nil
+	}, false)
+	if err != nil {
+		return nil, nil, err
+	}
+	return items, func() { s.chargeRepl(-charged) }, nil
+}
+
 // capture is Capture; charge, if not nil, is first asked for the bytes that the copies of the
 // cuckoo filters take, and its error stops the capture before they are made. With exact, Bloom
 // filters are copied too (redisbloom.Chain.Clone), so that the items are the data of this

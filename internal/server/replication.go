@@ -431,6 +431,10 @@ func registerReplication(mx *Mux) {
 }
 
 func replicaofCmd(c *Conn, args [][]byte) {
+	if c.srv.cluster != nil {
+		c.w.Error("ERR REPLICAOF not allowed in cluster mode.")
+		return
+	}
 	if equalFold(args[1], "no") && equalFold(args[2], "one") {
 		c.srv.repl.NoOne()
 		c.srv.setReplicaOf("")

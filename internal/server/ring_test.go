@@ -15,8 +15,8 @@ import (
 // operations, so that an iteration's reads and writes take several submissions each: every
 // client gets its own replies, in order.
 func TestRingSmall(t *testing.T) {
-	defer func(old uint32, ring bool) { ringEntries, useRing = old, ring }(ringEntries, useRing)
-	ringEntries, useRing = 2, true
+	defer func(old uint32, ring, waiting bool) { ringEntries, useRing, useWaiting = old, ring, waiting }(ringEntries, useRing, useWaiting)
+	ringEntries, useRing, useWaiting = 2, true, false
 	s := startServer(t, func(c *Config) { c.EventLoops = 1 })
 	if s.loops[0].ring == nil {
 		t.Skip("io_uring unavailable here")

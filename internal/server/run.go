@@ -164,6 +164,10 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	for _, a := range s.Addrs() {
 		s.log.Info("listening; loading the data files", "addr", a.String())
 	}
+	if err := s.initCluster(); err != nil {
+		s.Shutdown(context.Background())
+		return err
+	}
 	mln, err := s.listenMetrics()
 	if err != nil {
 		s.Shutdown(context.Background())
@@ -218,6 +222,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 		s.restoreReplState()
 		s.StartReplication()
+		s.startCluster()
 		s.log.Info("bloomd ready to accept connections")
 		s.notifySystemd(sd, "READY=1\nSTATUS=Ready to accept connections")
 	case err := <-served:

@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/bloomd/bloom/internal/cluster"
 	"github.com/bloomd/bloom/internal/filterconf"
 	"github.com/bloomd/bloom/internal/memlimit"
 	"github.com/bloomd/bloom/internal/metrics"
@@ -86,6 +87,13 @@ type Server struct {
 	done     chan struct{}
 	internal *Conn // the client of Exec
 
+	// Cluster mode (cluster.go): the node's cluster state, its bus, and the unix ms until
+	// which a manual failover pauses writes (0 for none).
+	cluster      *cluster.Cluster
+	bus          *cluster.Bus
+	clusterStart sync.Once
+	clusterPause atomic.Int64
+
 	repl         *repl.Repl  // replication (replication.go)
 	applier      *Conn       // the client that applies a primary's stream
 	minReplicas  atomic.Bool // min-replicas-to-write is set
@@ -147,7 +155,11 @@ func New(cfg Config) (*Server, error) {
 		s.log = slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: s.level}))
 	}
 	s.ks.exclusive = s.gate.excl.Load
+	if cfg.Cluster.Enabled {
+		s.ks.slots = &slotIndex{}
+	}
 	registerCommands(s.mux)
+	registerCluster(s.mux)
 	registerPubSub(s.mux)
 	registerReplication(s.mux)
 	s.runID = newRunID()
@@ -332,6 +344,10 @@ func (s *Server) ServeListener(ln net.Listener) error {
 	if err := s.addListener(ln); err != nil {
 		return err
 	}
+	if err := s.initCluster(); err != nil {
+		return err
+	}
+	s.startCluster()
 	return s.acceptLoop(ln)
 }
 
@@ -452,6 +468,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		for _, ln := range lns {
 			ln.Close()
 		}
+		s.stopCluster()
 		s.repl.Close()
 		s.migratePool.Close()
 	}

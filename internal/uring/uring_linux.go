@@ -72,11 +72,12 @@ type cqe struct {
 	flags    uint32
 }
 
-// A Completion is the result of one queued operation: Tag as given to Send or Recv, and Res, the
-// byte count or a negated errno.
+// A Completion is the result of one queued operation: Tag as given to Send or Recv, Res, the
+// byte count or a negated errno, and Flags (FlagMore, FlagBuffer).
 type Completion struct {
-	Tag uint64
-	Res int32
+	Tag   uint64
+	Res   int32
+	Flags uint32
 }
 
 // Ring is one io_uring instance.
@@ -96,6 +97,14 @@ type Ring struct {
 
 	queued int // operations queued since the last Submit
 	done   []Completion
+
+	pbuf  *provided // NewWaiting's provided buffers
+	sends int       // sends queued since the last Wait
+
+	// What Wait and Flush pass io_uring_enter for the ring: its descriptor, or its index
+	// among the thread's registered rings with enterRegisteredRing.
+	enterFD    uintptr
+	enterFlags uintptr
 }
 
 // New makes a ring that holds up to entries operations between submissions (a power of two;
@@ -106,7 +115,7 @@ func New(entries uint32) (*Ring, error) {
 	if errno != 0 {
 		return nil, fmt.Errorf("uring: io_uring_setup: %w", errno)
 	}
-	r := &Ring{fd: int(fd)}
+	r := &Ring{fd: int(fd), enterFD: fd}
 	if err := r.probe(); err != nil {
 		r.Close()
 		return nil, err
@@ -182,8 +191,23 @@ func (r *Ring) mmap(p *params) error {
 	return nil
 }
 
-// Close releases the ring. Operations queued and not submitted are dropped.
+// Close releases the ring. Operations queued and not submitted are dropped. A ring made by
+// NewWaiting is closed by the thread that made it.
 func (r *Ring) Close() error {
+	if r.fd >= 0 {
+		r.unregisterFD()
+	}
+	var bufs [][]byte
+	if r.pbuf != nil {
+		bufs = [][]byte{r.pbuf.ring, r.pbuf.mem}
+		r.pbuf = nil
+	}
+	defer func() {
+		// After the ring: the kernel may use the buffers until it is closed.
+		for _, m := range bufs {
+			syscall.Munmap(m)
+		}
+	}()
 	for _, m := range [][]byte{r.sqeMem, r.cqMem, r.ringMem} {
 		if m != nil {
 			syscall.Munmap(m)
@@ -200,7 +224,9 @@ func (r *Ring) Close() error {
 
 // Full reports whether the ring holds as many queued operations as it can: Submit them before
 // queueing more.
-func (r *Ring) Full() bool { return r.queued == len(r.sqes) }
+func (r *Ring) Full() bool {
+	return r.queued+int(*r.sqTail-atomic.LoadUint32(r.sqHead)) >= len(r.sqes)
+}
 
 // Send queues a write of p to the socket fd. p must stay unchanged until Submit returns.
 // It reports false, queueing nothing, when the ring is full.
@@ -211,18 +237,17 @@ func (r *Ring) Send(fd int, p []byte, tag uint64) bool { return r.queue(opSend, 
 func (r *Ring) Recv(fd int, p []byte, tag uint64) bool { return r.queue(opRecv, fd, p, tag) }
 
 func (r *Ring) queue(op uint8, fd int, p []byte, tag uint64) bool {
-	if r.Full() {
+	e := r.next() // only this process moves the tail
+	if e == nil {
 		return false
 	}
-	tail := *r.sqTail + uint32(r.queued) // only this process moves the tail
-	i := tail & r.sqMask
-	e := &r.sqes[i]
 	*e = sqe{opcode: op, fd: int32(fd), len: uint32(len(p)), opFlags: msgDontWait | msgNoSignal, userData: tag}
 	if len(p) > 0 {
 		e.addr = uint64(uintptr(unsafe.Pointer(&p[0])))
 	}
-	r.sqArray[i] = i
-	r.queued++
+	if op == opSend {
+		r.sends++
+	}
 	return true
 }
 
@@ -266,7 +291,7 @@ func (r *Ring) reap() {
 	tail := atomic.LoadUint32(r.cqTail)
 	for ; head != tail; head++ {
 		c := &r.cqes[head&r.cqMask]
-		r.done = append(r.done, Completion{Tag: c.userData, Res: c.res})
+		r.done = append(r.done, Completion{Tag: c.userData, Res: c.res, Flags: c.flags})
 	}
 	atomic.StoreUint32(r.cqHead, head)
 }

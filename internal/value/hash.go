@@ -245,6 +245,21 @@ func (h *Hash) Scan(cursor uint64, count int64, match func(name []byte) bool, fn
 	return h.order[i].seq
 }
 
+// Clone returns a copy of the hash (COPY's): the same fields and values in the same order, with
+// the same HSCAN positions and the same charge. The fields themselves, which never change once
+// made, are shared. It must be called under the hash's lock (or while nothing can change it).
+func (h *Hash) Clone() *Hash {
+	c := &Hash{index: make(map[string]int, len(h.index)), order: make([]slot, 0, len(h.index)), seq: h.seq, large: h.large}
+	for _, s := range h.order {
+		if s.f != nil {
+			c.index[s.f.name] = len(c.order)
+			c.order = append(c.order, s)
+		}
+	}
+	c.mem.Store(h.mem.Load())
+	return c
+}
+
 // A HashView is a hash's fields as of a snapshot: Snapshot shares them with the hash, which
 // copies its list before its next change, so a view never changes.
 type HashView struct {

@@ -82,6 +82,40 @@ func TestHashSnapshotUnchanged(t *testing.T) {
 	}
 }
 
+// TestHashClone: a clone has the hash's fields, order and charge, and each changes afterwards
+// without the other seeing it.
+func TestHashClone(t *testing.T) {
+	h := NewHash()
+	for i := range 300 {
+		h.Set(fmt.Append(nil, i), fmt.Append(nil, "v", i), DefaultLimits)
+	}
+	for i := 0; i < 300; i += 3 {
+		h.Delete(fmt.Append(nil, i))
+	}
+	want := fields(h)
+	c := h.Clone()
+	if got := fields(c); !slices.Equal(got, want) || c.Charge() != h.Charge() || c.Len() != h.Len() || c.Large() != h.Large() {
+		t.Fatalf("clone: %d fields charge %d, want %d fields charge %d", c.Len(), c.Charge(), h.Len(), h.Charge())
+	}
+	if h.Scan(0, 10, nil, func(string, []byte) {}) != c.Scan(0, 10, nil, func(string, []byte) {}) {
+		t.Error("HSCAN cursors differ between a hash and its clone")
+	}
+	for i := range 300 {
+		h.Set(fmt.Append(nil, i), []byte("changed"), DefaultLimits)
+		c.Delete(fmt.Append(nil, i+1))
+		c.Set(fmt.Append(nil, "new", i), []byte("x"), DefaultLimits)
+	}
+	if v, _ := c.Get([]byte("2")); v != nil {
+		t.Errorf("field 2 of the clone: %q, want deleted", v)
+	}
+	if v, _ := h.Get([]byte("2")); string(v) != "changed" {
+		t.Errorf("field 2 of the hash: %q", v)
+	}
+	if v, _ := h.Get([]byte("new1")); v != nil {
+		t.Error("the clone's new field appeared in the hash")
+	}
+}
+
 // TestHashScanCursor: HSCAN of a large hash returns every field present for the whole iteration
 // exactly once, while fields come and go between calls (compactions included).
 func TestHashScanCursor(t *testing.T) {

@@ -1,0 +1,1 @@
+local result = 0;for j = 1, #KEYS, 1 do local expireSet; if ARGV[2] ~= '' then expireSet = redis.call('pexpireat', KEYS[j], ARGV[1], ARGV[2]); else expireSet = redis.call('pexpireat', KEYS[j], ARGV[1]); end; if expireSet == 1 then result = expireSet;end; end; return result; 

@@ -1,0 +1,1 @@
+local newKeysIndex = #KEYS/2; for j = newKeysIndex+1, #KEYS, 1 do if redis.call('exists', KEYS[j]) == 1 then return 0; end; end; for j = 1, newKeysIndex, 1 do redis.call('renamenx', KEYS[j], KEYS[newKeysIndex + j]); end; return 1;
