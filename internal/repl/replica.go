@@ -382,6 +382,13 @@ func (m *masterLink) fullSync(nc net.Conn, br *bufio.Reader, cr *connReader, rep
 	}
 	m.syncRead.Store(cr.n.Load() - int64(br.Buffered()) - start)
 	r.mu.Lock()
+	if m.stopped() {
+		// REPLICAOF NO ONE (or another primary) came while a snapshot received whole was
+		// loading: the server's history is its own now, and must not take this primary's ID
+		// and offset, which a promoted server would then share with a primary that goes on.
+		r.mu.Unlock()
+		return errors.New("replication stopped while the snapshot loaded")
+	}
 	r.replid, r.replid2, r.secondOff = replid, zeroID, -1
 	r.offset = off
 	r.backlog.reset()

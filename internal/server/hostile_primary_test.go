@@ -122,8 +122,14 @@ func TestReplicaHostilePrimary(t *testing.T) {
 				}
 			}
 			waitFor(t, func() bool { return strings.Contains(infoField(t, r, "replication", "master_link_error"), tc.why) })
-			r.do("REPLICAOF", "NO", "ONE") // no more attempts: the data stays as the last left it
+			// No more attempts: the data stays as the last left it. A snapshot received whole
+			// may still be loading, and REPLICAOF is then answered -LOADING, as in Redis, until
+			// it ends. Once promoted, the server has its own replication ID, not the primary's.
+			waitFor(t, func() bool { return !r.do("REPLICAOF", "NO", "ONE").IsError() })
 			keys := r.do("KEYS", "*")
+			if got := infoField(t, r, "replication", "master_replid"); got == id {
+				t.Errorf("promoted, the replica took the primary's replication ID %s", got)
+			}
 			if got := fmt.Sprint(keys); tc.keeps == "" && len(keys.Elems) != 0 || tc.keeps != "" && (len(keys.Elems) != 1 || string(keys.Elems[0].Str) != tc.keeps) {
 				t.Errorf("the replica holds %s, want %q", got, tc.keeps)
 			}
