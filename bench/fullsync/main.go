@@ -8,7 +8,8 @@
 // at random (a fixed seed) through BF.LOADCHUNK, half of them set as a full filter's are, so
 // that nothing compresses. A full sync's time runs from REPLICAOF to the replica's
 // master_link_status:up (the snapshot loaded, and on bloomd and Redis replicas written to their
-// data files and synced). Meanwhile -clients connections send BF.ADD f to the primary one after
+// data files and synced); it starts once the primary writes none of its own files and the disk's
+// caches are flushed, as the copy starts. Meanwhile -clients connections send BF.ADD f to the primary one after
 // another; the longest wait for a reply is reported.
 package main
 
@@ -137,10 +138,12 @@ func doBytes(c net.Conn, args ...[]byte) resp.Value {
 	return v
 }
 
-func (s *server) info(field string) string {
+func (s *server) info(field string) string { return s.infoIn("replication", field) }
+
+func (s *server) infoIn(section, field string) string {
 	c := s.conn()
 	defer c.Close()
-	for _, l := range strings.Split(do(c, "INFO", "replication").Text(), "\r\n") {
+	for _, l := range strings.Split(do(c, "INFO", section).Text(), "\r\n") {
 		if k, v, ok := strings.Cut(l, ":"); ok && k == field {
 			return v
 		}
@@ -214,9 +217,23 @@ func (l *load) end() (int64, time.Duration) {
 	return l.adds.Load(), l.worst
 }
 
+// settle waits until s writes none of its own data files (the fill makes a bloomd primary
+// rewrite its log into a snapshot of the whole filter), then flushes the disk's caches (sync), so
+// that a full sync starts on an idle disk, as the copy does.
+func settle(s *server) {
+	for t0 := time.Now(); s.infoIn("persistence", "rdb_bgsave_in_progress") != "0" || s.infoIn("persistence", "aof_rewrite_in_progress") != "0"; {
+		time.Sleep(50 * time.Millisecond)
+		if time.Since(t0) > 10*time.Minute {
+			check(fmt.Errorf("%s did not finish writing its data files", s.name))
+		}
+	}
+	exec.Command("sync").Run()
+}
+
 // fullSync makes replica follow primary under the add load, and returns the time from REPLICAOF
 // to link up, the adds made meanwhile and the longest wait of one.
 func fullSync(primary, replica *server, seed int) (time.Duration, int64, time.Duration) {
+	settle(primary)
 	l := startLoad(primary, seed)
 	time.Sleep(200 * time.Millisecond)
 	c := replica.conn()
