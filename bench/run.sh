@@ -39,7 +39,7 @@ sections=(
   "cuckoo|4 min|the cuckoo filter against the Bloom filters at equal FPP"
   "cuckoo-bloomd|2 min|bloomd against RedisBloom: server CPU per CF.* command (REDISBLOOM_SO)"
   "replication|3 min|a primary's CPU per BF.ADD with 0, 1 and 2 replicas"
-  "fullsync|3 min, 4 GB, 2 GB of disk|a replica's full sync of a 1 GB filter under BF.ADD clients against cp + sync of its snapshot; with redis-server (REDISBLOOM_SO)"
+  "fullsync|4 min, 4 GB, 2 GB of disk|a replica's full sync of a 1 GB filter under BF.ADD clients against cp + sync of its snapshot; with redis-server (REDISBLOOM_SO)"
   "monitoring|3 min|bloomd's CPU per BF.ADD with a /metrics scrape every second, and without"
   "acl|1 min|the permission check per command: the default user and a user with three key patterns"
   "cluster|4 min, 1 GB|a three-primary cluster against one node, a redirection's cost, failover time, resharding a 1 GB filter"
