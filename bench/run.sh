@@ -39,6 +39,7 @@ sections=(
   "cuckoo|4 min|the cuckoo filter against the Bloom filters at equal FPP"
   "cuckoo-bloomd|2 min|bloomd against RedisBloom: server CPU per CF.* command (REDISBLOOM_SO)"
   "replication|3 min|a primary's CPU per BF.ADD with 0, 1 and 2 replicas"
+  "fullsync|4 min, 4 GB, 2 GB of disk|a replica's full sync of a 1 GB filter under BF.ADD clients against cp + sync of its snapshot; with redis-server (REDISBLOOM_SO)"
   "monitoring|3 min|bloomd's CPU per BF.ADD with a /metrics scrape every second, and without"
   "acl|1 min|the permission check per command: the default user and a user with three key patterns"
   "cluster|4 min, 1 GB|a three-primary cluster against one node, a redirection's cost, failover time, resharding a 1 GB filter"
@@ -182,6 +183,7 @@ run_section() {
   cuckoo) measure cuckoo cuckoo.txt gotest "$root" -bench CuckooVsBloom -benchtime 300000x -count 6 -timeout 0 ;;
   cuckoo-bloomd) need_rb cuckoo-bloomd && measure cuckoo-bloomd cuckoo-bloomd-vs-redisbloom.txt env N=500000 "$bench/cf_cpu.sh" ;;
   replication) measure replication replication.txt gotest "$root/internal/repl" -bench PrimaryCPU -benchtime 200000x -count 6 ;;
+  fullsync) measure fullsync fullsync.txt env GB=1 "$bench/fullsync.sh" ;;
   monitoring) measure monitoring monitoring.txt env N=300000 ROUNDS=4 "$bench/scrape.sh" ;;
   acl) measure acl acl-check.txt gotest "$root/internal/acl" -bench Check -benchtime 2000000x -count 6 ;;
   cluster) measure cluster cluster.txt env N=1000000 ROUNDS=3 FILTER_MB=1024 "$bench/cluster.sh" ;;
@@ -204,6 +206,7 @@ render_section() {
   cuckoo) f=cuckoo.txt ;;
   cuckoo-bloomd) f=cuckoo-bloomd-vs-redisbloom.txt ;;
   replication) f=replication.txt ;;
+  fullsync) f=fullsync.txt ;;
   monitoring) f=monitoring.txt ;;
   acl) f=acl-check.txt ;;
   cluster) f=cluster.txt ;;
@@ -235,7 +238,7 @@ render_section() {
     acl)
       stat "$f" -row /user -col .name -- -units sec/op -row-head user -rename 'Check=ns per check,3-key-patterns=three key patterns (~a:* %R~b:* %W~c:*),default=default (+@all ~* &*)'
       ;;
-    bloomd | scaling | durability | memory | rdb | snapshot)
+    bloomd | scaling | durability | memory | rdb | snapshot | fullsync)
       quote "$f"
       ;;
     cuckoo-bloomd | monitoring | cluster)

@@ -26,6 +26,8 @@ import (
 const (
 	auxLineage = "bloomd-lineage"
 	auxLogSeq  = "bloomd-log"
+	// auxAddsNewUntil carries SnapshotHeader.AddsNewUntil in a full sync's RDB (see WriteSync).
+	auxAddsNewUntil = "bloomd-adds-new-until"
 )
 
 // RedisDumpFile is Redis's default dbfilename: the file bloomd loads when it finds none of its
@@ -86,6 +88,12 @@ func otherFormat(name, kind string, head []byte) error {
 // loads. A filter's bits are read from its chain while they are written, as WriteSnapshot reads
 // them, and its links and counts are those of the items. WriteRDB does not sync or close w.
 func WriteRDB(w io.Writer, h SnapshotHeader, items []Item, opts RDBOptions) (int64, error) {
+	return writeRDBTail(w, h, items, opts, nil)
+}
+
+// writeRDBTail is WriteRDB; tail, if not nil, is called once the keys are written for aux fields
+// to write after them.
+func writeRDBTail(w io.Writer, h SnapshotHeader, items []Item, opts RDBOptions, tail func() []rdb.AuxField) (int64, error) {
 	cw := &countingWriter{w: w}
 	ver := opts.RedisVersion
 	if ver == "" {
@@ -148,6 +156,13 @@ func WriteRDB(w io.Writer, h SnapshotHeader, items []Item, opts RDBOptions) (int
 			return cw.n, fmt.Errorf("persist: key %q: %w", clip(key), err)
 		}
 	}
+	if tail != nil {
+		for _, a := range tail() {
+			if err := wr.Aux(a); err != nil {
+				return cw.n, err
+			}
+		}
+	}
 	if err := wr.Close(); err != nil {
 		return cw.n, err
 	}
@@ -164,6 +179,11 @@ type RDBLoad struct {
 	// Skipped counts what SkipUnknown skipped, by type ("list", "zset", "function", a module's
 	// type name, "db 3" for a key of database 3).
 	Skipped map[string]int
+	// StreamDB is the database a primary's replication stream starts in (Redis's aux field
+	// repl-stream-db, in the RDB of a full sync); 0 without it.
+	StreamDB int
+	// BodyCRC is the CRC-64 of the file's bytes before its end marker (rdb.Reader.BodyCRC).
+	BodyCRC uint64
 }
 
 // ReadRDB reads a Redis RDB file of size bytes from r (whose name errors report), handing each
@@ -174,6 +194,12 @@ type RDBLoad struct {
 // ErrRDBDamaged that names the byte offset; bloomd's own snapshot is ErrOtherFormat. As with
 // ReadSnapshot, after an error the keys handed over so far are not a snapshot.
 func ReadRDB(r io.Reader, size int64, name string, sink Sink, opts RDBOptions) (RDBLoad, error) {
+	return readRDBTee(r, size, name, sink, opts, nil)
+}
+
+// readRDBTee is ReadRDB; size may be 0 (not known: an RDB sent behind an EOF mark, read exactly
+// through its checksum), and tee, if not nil, receives the file's bytes (rdb.ReaderOptions.Tee).
+func readRDBTee(r io.Reader, size int64, name string, sink Sink, opts RDBOptions, tee io.Writer) (RDBLoad, error) {
 	var ld RDBLoad
 	ld.Stats.Bytes = size
 	br, ok := r.(*bufio.Reader)
@@ -186,7 +212,7 @@ func ReadRDB(r io.Reader, size int64, name string, sink Sink, opts RDBOptions) (
 		}
 		return ld, fmt.Errorf("%w: %s: not a Redis RDB file: it starts with %q", ErrRDBDamaged, name, head)
 	}
-	rd, err := rdb.NewReader(br, &rdb.ReaderOptions{Size: size, SkipUnsupported: opts.SkipUnknown})
+	rd, err := rdb.NewReader(br, &rdb.ReaderOptions{Size: size, SkipUnsupported: opts.SkipUnknown, Tee: tee})
 	if err != nil {
 		if errors.Is(err, rdb.ErrVersion) {
 			return ld, fmt.Errorf("persist: %s is a Redis RDB file of a version bloomd does not read: %w (it reads 9 to 12, written by Redis 6.2 to 7.4)", name, err)
@@ -272,6 +298,8 @@ func ReadRDB(r io.Reader, size int64, name string, sink Sink, opts RDBOptions) (
 		}
 		ld.Stats.Keys++
 	}
+	ld.Stats.Bytes = rd.Offset()
+	ld.BodyCRC = rd.BodyCRC()
 	ld.Skipped = rd.Skipped()
 	if ld.Skipped == nil {
 		ld.Skipped = map[string]int{}
@@ -291,6 +319,12 @@ func ReadRDB(r io.Reader, size int64, name string, sink Sink, opts RDBOptions) (
 		case "ctime":
 			if t, err := strconv.ParseInt(a.Value, 10, 64); err == nil {
 				ld.Header.Created = t * 1000
+			}
+		case auxAddsNewUntil:
+			ld.Header.AddsNewUntil, _ = strconv.ParseInt(a.Value, 10, 64)
+		case "repl-stream-db":
+			if db, err := strconv.Atoi(a.Value); err == nil && db >= 0 {
+				ld.StreamDB = db
 			}
 		}
 	}

@@ -77,6 +77,9 @@ type SnapshotHeader struct {
 	Lineage uint64
 	LogSeq  uint64 // the first log whose records come after the snapshot
 	Created int64  // unix ms
+	// AddsNewUntil is, in a primary's full sync, the replication offset up to which the adds of
+	// the stream that follows are to be replayed as new (see WriteSync); 0 in data files.
+	AddsNewUntil int64
 }
 
 func (h SnapshotHeader) append(b []byte, version uint32) []byte {
@@ -200,7 +203,7 @@ func linkBytes(h []byte) ([]uint64, error) {
 // taken (see the package documentation for why that is exact); its links and counts are those of
 // Item.Header. WriteSnapshot does not sync or close w.
 func WriteSnapshot(w io.Writer, h SnapshotHeader, items []Item) (int64, error) {
-	return writeSnapshot(w, h, items, true)
+	return writeSnapshot(w, h, items, true, nil)
 }
 
 // WritePlainSnapshot is WriteSnapshot in version 1, whose pieces are plain (every byte of a
@@ -208,10 +211,12 @@ func WriteSnapshot(w io.Writer, h SnapshotHeader, items []Item) (int64, error) {
 // depend on the bits, so it can be sent behind that length while adds go on (a replica's full
 // sync).
 func WritePlainSnapshot(w io.Writer, h SnapshotHeader, items []Item) (int64, error) {
-	return writeSnapshot(w, h, items, false)
+	return writeSnapshot(w, h, items, false, nil)
 }
 
-func writeSnapshot(w io.Writer, h SnapshotHeader, items []Item, sparse bool) (int64, error) {
+// writeSnapshot writes the snapshot; tail, if not nil, is called once the keys are written, for
+// the value the end section carries in its expiry field (SnapshotHeader.AddsNewUntil).
+func writeSnapshot(w io.Writer, h SnapshotHeader, items []Item, sparse bool, tail func() int64) (int64, error) {
 	cw := &countingWriter{w: w}
 	// Smaller than the slices of bits (bitCopier), which therefore mostly go straight to w.
 	bw := bufio.NewWriterSize(cw, copySlice/4)
@@ -307,7 +312,11 @@ func writeSnapshot(w io.Writer, h SnapshotHeader, items []Item, sparse bool) (in
 			return cw.n, fmt.Errorf("persist: writing snapshot: %w", err)
 		}
 	}
-	b = appendSection(b[:0], kindEnd, 0, 0, 0, uint64(len(items)))
+	var end int64
+	if tail != nil {
+		end = tail()
+	}
+	b = appendSection(b[:0], kindEnd, 0, 0, end, uint64(len(items)))
 	bw.Write(b)
 	if err := bw.Flush(); err != nil {
 		return cw.n, fmt.Errorf("persist: writing snapshot: %w", err)
@@ -440,6 +449,7 @@ func ReadSnapshot(r io.Reader, size int64, name string, sink Sink) (SnapshotHead
 			if rest != 0 {
 				return h, st, corrupt(name, d.off, "%d bytes after the end of the snapshot", rest)
 			}
+			h.AddsNewUntil = max(expire, 0)
 			return h, st, ld.stop()
 		}
 		if kind != kindFilter && kind != kindString && kind != kindCuckoo && kind != kindHash || sec[1]|sec[2]|sec[3] != 0 {

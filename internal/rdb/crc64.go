@@ -15,3 +15,7 @@ var jonesTable = crc64.MakeTable(bits.Reverse64(0xad93d23594c935a9))
 
 // crcUpdate returns Redis's crc64(crc, p).
 func crcUpdate(crc uint64, p []byte) uint64 { return ^crc64.Update(^crc, jonesTable, p) }
+
+// CRC64 returns Redis's crc64(crc, p): the checksum of an RDB file or DUMP payload is
+// CRC64(0, its bytes), and CRC64(CRC64(0, a), b) is that of a followed by b.
+func CRC64(crc uint64, p []byte) uint64 { return crcUpdate(crc, p) }

@@ -19,6 +19,43 @@ type input struct {
 	off  int64 // bytes consumed
 	size int64 // total bytes, or -1 when unknown (a socket)
 	crc  uint64
+
+	// tee receives every byte consumed, in order, through teeBuf (see ReaderOptions.Tee); its
+	// first error is kept in teeErr and ends the reading.
+	tee    io.Writer
+	teeBuf []byte
+	teeErr error
+}
+
+// teeMax is how many consumed bytes are gathered before they are written to the tee.
+const teeMax = 64 << 10
+
+// copyOut passes consumed bytes to the tee, if any.
+func (in *input) copyOut(p []byte) {
+	if in.tee == nil || in.teeErr != nil {
+		return
+	}
+	if len(in.teeBuf)+len(p) <= teeMax {
+		in.teeBuf = append(in.teeBuf, p...)
+		return
+	}
+	if in.flushTee() == nil && len(p) >= teeMax {
+		_, in.teeErr = in.tee.Write(p)
+		return
+	}
+	in.teeBuf = append(in.teeBuf, p...)
+}
+
+// flushTee writes the gathered bytes to the tee.
+func (in *input) flushTee() error {
+	if in.tee != nil && in.teeErr == nil && len(in.teeBuf) > 0 {
+		_, in.teeErr = in.tee.Write(in.teeBuf)
+		in.teeBuf = in.teeBuf[:0]
+	}
+	if in.teeErr != nil {
+		return fmt.Errorf("rdb: writing the copy of the input: %w", in.teeErr)
+	}
+	return nil
 }
 
 // piece is the size of the steps in which long strings are read and allocated.
@@ -54,6 +91,13 @@ func (in *input) ReadByte() (byte, error) {
 	}
 	in.off++
 	in.crc = jonesTable[byte(in.crc)^b] ^ in.crc>>8
+	if in.tee != nil {
+		if in.teeBuf = append(in.teeBuf, b); len(in.teeBuf) >= teeMax {
+			if err := in.flushTee(); err != nil {
+				return 0, err
+			}
+		}
+	}
 	return b, nil
 }
 
@@ -61,8 +105,12 @@ func (in *input) readFull(p []byte) error {
 	n, err := io.ReadFull(in.r, p)
 	in.off += int64(n)
 	in.crc = crcUpdate(in.crc, p[:n])
+	in.copyOut(p[:n])
 	if err != nil {
 		return in.fail(err)
+	}
+	if in.teeErr != nil {
+		return in.flushTee()
 	}
 	return nil
 }
@@ -76,6 +124,10 @@ func (in *input) discard(n uint64) error {
 		k := int(min(n, uint64(in.r.Size())))
 		p, err := in.r.Peek(k)
 		in.crc = crcUpdate(in.crc, p)
+		in.copyOut(p)
+		if in.teeErr != nil {
+			return in.flushTee()
+		}
 		d, _ := in.r.Discard(len(p))
 		in.off += int64(d)
 		n -= uint64(d)

@@ -22,6 +22,13 @@ type ReaderOptions struct {
 	// sets, sorted sets, streams, other modules' values), function libraries and module aux
 	// data, instead of failing with an *UnsupportedError naming the first one.
 	SkipUnsupported bool
+
+	// Tee, if not nil, receives every byte the Reader consumes, in order, through a buffer of
+	// 64 KiB that is written out when it fills and at the end of the RDB: exactly the RDB's
+	// bytes, end marker and checksum included, however far its source reads ahead. A replica
+	// uses it to write a full sync's RDB to its data files as it loads it. An error of Tee
+	// ends the reading with that error.
+	Tee io.Writer
 }
 
 // An AuxField is one of the "aux" name-value pairs at the start of an RDB file (redis-ver,
@@ -43,6 +50,7 @@ type Reader struct {
 	aux     []AuxField
 	db      int
 	skipped map[string]int
+	bodyCRC uint64 // the CRC-64 of the bytes before the end marker, once read
 	cur     *Entry
 	done    bool
 	err     error // sticky
@@ -63,6 +71,7 @@ func NewReader(r io.Reader, opts *ReaderOptions) (*Reader, error) {
 	if rd.opts.Size > 0 {
 		rd.in.size = rd.opts.Size
 	}
+	rd.in.tee = rd.opts.Tee
 	var h [9]byte
 	if err := rd.in.readFull(h[:]); err != nil {
 		if errors.Is(err, ErrCorrupt) {
@@ -108,6 +117,11 @@ func (r *Reader) Skipped() map[string]int { return r.skipped }
 
 // Offset returns the number of bytes read.
 func (r *Reader) Offset() int64 { return r.in.off }
+
+// BodyCRC returns the CRC-64 of the bytes before the end marker, once Next has returned io.EOF:
+// CRC64(BodyCRC(), b) is the checksum of a file that has more records b (aux fields, say) before
+// its end marker (0xFF), which b then ends with.
+func (r *Reader) BodyCRC() uint64 { return r.bodyCRC }
 
 // A Kind is what an Entry's value decodes to.
 type Kind int
@@ -169,7 +183,7 @@ func (r *Reader) next() (*Entry, error) {
 	var expire int64
 	idle, freq := int64(-1), -1
 	for {
-		at := in.off
+		at, crcBefore := in.off, in.crc
 		t, err := in.ReadByte()
 		if err != nil {
 			return nil, err
@@ -212,6 +226,10 @@ func (r *Reader) next() (*Entry, error) {
 			if got != 0 && got != want { // 0: saved with rdbchecksum no
 				return nil, fmt.Errorf("%w: the file's CRC-64 is %#016x, its bytes' %#016x", ErrChecksum, got, want)
 			}
+			if err := in.flushTee(); err != nil {
+				return nil, err
+			}
+			r.bodyCRC = crcBefore
 			return nil, io.EOF
 		case opSelectDB:
 			v, err := in.readCount()

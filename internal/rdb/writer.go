@@ -119,21 +119,20 @@ func (o *output) byte(b byte) {
 // length writes a length as rdbSaveLen does: 6, 14, 32 or 64 bits.
 func (o *output) length(n uint64) {
 	var b [9]byte
+	o.write(appendLength(b[:0], n))
+}
+
+// appendLength appends a length as rdbSaveLen writes it.
+func appendLength(b []byte, n uint64) []byte {
 	switch {
 	case n < 1<<6:
-		o.byte(byte(n))
+		return append(b, byte(n))
 	case n < 1<<14:
-		b[0], b[1] = 0x40|byte(n>>8), byte(n)
-		o.write(b[:2])
+		return append(b, 0x40|byte(n>>8), byte(n))
 	case n <= math.MaxUint32:
-		b[0] = 0x80
-		binary.BigEndian.PutUint32(b[1:], uint32(n))
-		o.write(b[:5])
-	default:
-		b[0] = 0x81
-		binary.BigEndian.PutUint64(b[1:], n)
-		o.write(b[:9])
+		return binary.BigEndian.AppendUint32(append(b, 0x80), uint32(n))
 	}
+	return binary.BigEndian.AppendUint64(append(b, 0x81), n)
 }
 
 // intString writes s as an integer encoding when it is a canonical decimal that fits 32 bits, as
@@ -265,11 +264,39 @@ func NewWriter(w io.Writer, aux []AuxField, opts *WriterOptions) (*Writer, error
 	wr := &Writer{o: newOutput(w, o)}
 	wr.o.write(fmt.Appendf(nil, "REDIS%04d", o.Version))
 	for _, a := range aux {
-		wr.o.byte(opAux)
-		wr.o.str([]byte(a.Name))
-		wr.o.str([]byte(a.Value))
+		wr.o.aux(a)
 	}
 	return wr, wr.o.err
+}
+
+func (o *output) aux(a AuxField) {
+	o.byte(opAux)
+	o.str([]byte(a.Name))
+	o.str([]byte(a.Value))
+}
+
+// Aux writes an aux field where the writer is: Redis (and Reader) read aux fields anywhere
+// before the end marker, so one whose value is known only once the keys are written can follow
+// them.
+func (w *Writer) Aux(a AuxField) error {
+	if err := w.check(); err != nil {
+		return err
+	}
+	w.o.aux(a)
+	return w.o.err
+}
+
+// AppendAux appends the bytes of aux fields as a Writer writes them (uncompressed), for a
+// caller that adds them to an RDB written elsewhere.
+func AppendAux(b []byte, aux ...AuxField) []byte {
+	for _, a := range aux {
+		b = append(b, opAux)
+		for _, s := range []string{a.Name, a.Value} {
+			b = appendLength(b, uint64(len(s)))
+			b = append(b, s...)
+		}
+	}
+	return b
 }
 
 // DefaultAux returns the aux fields Redis 7.0 writes at the start of a file it saves (without

@@ -10,13 +10,15 @@ import (
 
 type nopHost struct{}
 
-func (nopHost) Snapshot(func()) (Snapshot, error) { return Snapshot{}, io.EOF }
-func (nopHost) Load(io.Reader, int64) error       { return nil }
-func (nopHost) Apply([][]byte)                    {}
-func (nopHost) EndBatch()                         {}
-func (nopHost) Port() int                         { return 0 }
-func (nopHost) RoleChanged(bool)                  {}
-func (nopHost) Charge(int64) error                { return nil }
+func (nopHost) Snapshot(func(), bool) (Snapshot, error) { return Snapshot{}, io.EOF }
+func (nopHost) Load(*Payload) (Loaded, error)           { return Loaded{}, nil }
+func (nopHost) Supports([]byte) bool                    { return true }
+func (nopHost) Apply([][]byte)                          {}
+func (nopHost) EndBatch()                               {}
+func (nopHost) SetAddsAsNew(bool)                       {}
+func (nopHost) Port() int                               { return 0 }
+func (nopHost) RoleChanged(bool)                        {}
+func (nopHost) Charge(int64) error                      { return nil }
 
 // TestBacklog feeds records of random sizes through a small backlog and checks every range PSYNC
 // may ask for against the whole stream kept aside: present when the ring still holds it, refused
@@ -27,7 +29,7 @@ func TestBacklog(t *testing.T) {
 	r := New(nopHost{}, cfg, nil)
 	r.active.Store(true) // as once a replica attached
 	rng := rand.New(rand.NewPCG(1, 2))
-	var all []byte
+	all := []byte(selectZero) // the stream's first write selects database 0
 	for i := range 2000 {
 		arg := bytes.Repeat([]byte{byte('a' + i%26)}, rng.IntN(300))
 		off := r.Feed([][]byte{[]byte("BF.ADD"), []byte("k"), arg})
@@ -111,7 +113,7 @@ func TestBacklogGrowsAsItFills(t *testing.T) {
 	r := New(host, cfg, nil)
 	defer r.Close()
 	r.active.Store(true)
-	var all []byte
+	all := []byte(selectZero)
 	feed := func(n int) {
 		for range n {
 			arg := bytes.Repeat([]byte{byte('a' + len(all)%26)}, 1000)

@@ -3,8 +3,8 @@
 // protocol is Redis 7.0's: the replica authenticates (masterauth, masteruser), announces itself
 // (REPLCONF listening-port, capa) and asks "PSYNC replid offset"; the primary answers
 // "+CONTINUE" and the missing bytes from its backlog when it has them, or "+FULLRESYNC replid
-// offset", a snapshot (bloomd's own snapshot format, behind its length, like an RDB payload)
-// and then the stream. The stream is RESP commands, the same records the append-only log
+// offset", a snapshot (bloomd's own snapshot format behind its length to a bloomd replica, an RDB
+// file to a Redis one; see Redis primaries and replicas) and then the stream. The stream is RESP commands, the same records the append-only log
 // holds (the server's Journal feeds both), and offsets count its bytes exactly as Redis's do,
 // so INFO replication, ROLE, WAIT and Sentinel's view of offsets mean what they mean for Redis.
 // PUBLISH is in the stream too, as Redis propagates it to replicas only (not to the log), and a
@@ -44,6 +44,25 @@
 // stalled full syncs; TestFullSyncSharesSnapshot, TestFullSyncChargedToCeiling). Unlike Redis,
 // whose diskless sync can add replicas only before the transfer starts (repl-diskless-sync-delay),
 // a late replica joins a snapshot that is already being sent.
+//
+// # Redis primaries and replicas
+//
+// Replication works both ways with redis-server 7.0 and RedisBloom 2.6. A bloomd replica names
+// its snapshot format in REPLCONF capa (bloomd, or bloomd-rdb); a replica that names none is a
+// Redis replica and is sent an RDB file behind Redis's diskless "$EOF:<mark>" framing, its
+// filters copied at the snapshot's instant (a Redis replica tests every add against its bits,
+// so it must be given them exactly), and then a stream of commands that Redis applies to the
+// same effect (TestRedisReplicaOfBloomd; TestFullSyncUnderAdds adds to a filter while it is
+// being sent). Following a Redis primary, bloomd reads its RDB behind either framing, from the
+// link as it arrives when it holds no key, and applies Redis's stream as Redis's replicas do,
+// acknowledging REPLCONF GETACK with the same offsets (TestBloomdReplicaOfRedis, live;
+// TestReplayRedisStream, a stream recorded from Redis by TestRecordRedisStream). What bloomd does
+// not hold (another database, a command for a type it lacks) stops the link, keeping what was
+// applied, or with rdb-skip-unknown-types is skipped and counted (TestReplicaOfRedisUnsupported).
+// Promotions go either way without a new full sync (TestFailoverBetweenRedisAndBloomd), and
+// Sentinel watches groups that mix both (TestSentinelMixedGroup). A damaged full sync or stream
+// from a primary stops the link with the reason and allocates nothing the input does not hold
+// (internal/server's TestReplicaHostilePrimary).
 //
 // # Replicas and expiry
 //

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"time"
 )
@@ -30,6 +31,7 @@ type syncState struct {
 
 // A syncJob is one snapshot shared by the full syncs of the replicas attached to it.
 type syncJob struct {
+	exact  bool // the snapshot copies everything at its instant (Snapshot.Exact)
 	replid string
 	offset int64         // the stream offset at the snapshot's instant
 	ready  chan struct{} // closed once snap or err is set
@@ -78,20 +80,80 @@ func (r *Repl) fullSync(l *link, info ReplicaInfo) error {
 		return fmt.Errorf("the snapshot for the full sync was refused: %w", j.err)
 	}
 	r.setState(l, linkSendBulk)
-	r.log.Info("starting a full sync", "replica", info.Addr, "bytes", j.snap.Size, "offset", j.offset)
+	rdb := info.Bloomd != "bloomd"
+	r.log.Info("starting a full sync", "replica", info.Addr, "format", map[bool]string{true: "RDB", false: "bloomd"}[rdb],
+		"exact", j.exact, "offset", j.offset)
 	start := time.Now()
-	bw := bufio.NewWriterSize(&deadlineWriter{nc: l.nc, timeout: r.timeout()}, 64<<10)
-	fmt.Fprintf(bw, "+FULLRESYNC %s %d\r\n$%d\r\n", j.replid, j.offset, j.snap.Size)
-	if err := j.snap.Write(bw); err != nil {
-		return err
+	cw := &countWriter{w: &deadlineWriter{nc: l.nc, timeout: r.timeout()}}
+	bw := bufio.NewWriterSize(cw, 64<<10)
+	var window func() int64
+	if info.Bloomd != "" {
+		// A bloomd replica applies the adds of the stream as new up to the offset it is
+		// given, which the snapshot carries at its end; a Redis replica cannot, and gets an
+		// exact snapshot instead.
+		window = func() int64 { return r.windowFor(j) }
+	}
+	if rdb {
+		// An RDB's length is known only once it is written: it goes behind Redis's diskless
+		// "$EOF:<mark>" framing, which every Redis replica since 2.8.18 reads.
+		mark := newID()
+		fmt.Fprintf(bw, "+FULLRESYNC %s %d\r\n$EOF:%s\r\n", j.replid, j.offset, mark)
+		if err := j.snap.Write(bw, true, window); err != nil {
+			return err
+		}
+		bw.WriteString(mark)
+		l.waitAck = true
+	} else {
+		fmt.Fprintf(bw, "+FULLRESYNC %s %d\r\n$%d\r\n", j.replid, j.offset, j.snap.Size)
+		if err := j.snap.Write(bw, false, window); err != nil {
+			return err
+		}
 	}
 	if err := bw.Flush(); err != nil {
 		return err
 	}
-	r.log.Info("snapshot sent to a replica", "replica", info.Addr, "bytes", j.snap.Size, "seconds", time.Since(start).Seconds())
+	r.log.Info("snapshot sent to a replica", "replica", info.Addr, "bytes", cw.n, "seconds", time.Since(start).Seconds())
 	r.setState(l, linkOnline)
 	l.ackTime.Store(time.Now().UnixNano())
 	return nil
+}
+
+// windowFor returns the offset up to which a bloomd replica given j applies the stream's adds as
+// new: the current offset, for a snapshot whose bits were read while adds went on (Write calls
+// it while no write is in flight, once the bits are read: the adds after that found their bits
+// unread), and at least the window this server itself still applies, when it is a replica
+// that passes on its primary's stream.
+func (r *Repl) windowFor(j *syncJob) int64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var w int64
+	if !j.exact {
+		w = r.offset
+	}
+	if inherited := r.addsNewUntil.Load(); inherited > j.offset {
+		w = max(w, inherited)
+	}
+	return w
+}
+
+// countWriter counts the bytes written through it.
+type countWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
+}
+
+// needsExact reports whether a replica must be given an exact snapshot: a Redis replica, which
+// applies its primary's adds as a client's (see Snapshot.Exact), and any replica of a server that
+// is itself a replica, whose stream may be a Redis primary's, whose adds are its clients' as sent
+// (RedisBloom replicates BF.ADD whether or not the item was new).
+func (r *Repl) needsExactLocked(l *link) bool {
+	return l.info.Bloomd == "" || r.master != nil
 }
 
 // maxAttachCopy bounds the copy of the backlog that a replica attaching to a snapshot already
@@ -103,7 +165,7 @@ const maxAttachCopy = 256 << 20
 // snapshot's instant, which becomes l's buffer.
 func (r *Repl) attachLocked(l *link) *syncJob {
 	j := r.sync.job
-	if j == nil || j.err != nil || !strings.EqualFold(j.replid, r.replid) {
+	if j == nil || j.err != nil || !strings.EqualFold(j.replid, r.replid) || !j.exact && r.needsExactLocked(l) {
 		return nil
 	}
 	data, ok := r.backlogFromLocked(j.offset + 1)
@@ -167,6 +229,13 @@ func (r *Repl) startSnapshotLocked() {
 func (r *Repl) takeSnapshot() {
 	defer r.wg.Done()
 	j := &syncJob{ready: make(chan struct{}), users: 1}
+	r.mu.Lock()
+	for l := range r.links {
+		if l.waiting && r.needsExactLocked(l) {
+			j.exact = true
+		}
+	}
+	r.mu.Unlock()
 	var members []*link
 	take := func(l *link) {
 		l.waiting = false
@@ -180,13 +249,16 @@ func (r *Repl) takeSnapshot() {
 		j.replid, j.offset = r.replid, r.offset
 		r.sync.job = j
 		r.sync.jobs++
+		// As Redis does when a replication snapshot starts, the next write selects its
+		// database again: the replicas begin the stream in database 0.
+		r.selected = false
 		for l := range r.links {
-			if l.waiting {
+			if l.waiting && (j.exact || !r.needsExactLocked(l)) {
 				take(l)
 				r.fullSyncs++
 			}
 		}
-	})
+	}, j.exact)
 	r.mu.Lock()
 	r.sync.taking = false
 	if err != nil {

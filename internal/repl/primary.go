@@ -31,6 +31,9 @@ type link struct {
 	port  int
 	state string // under r.mu
 
+	// What the replica said of itself (REPLCONF).
+	info ReplicaInfo
+
 	// A full sync's: waiting for the next snapshot (the stream is not collected yet), the
 	// snapshot it was given (under r.mu), and where it is handed over.
 	waiting  bool
@@ -46,8 +49,15 @@ type link struct {
 
 	ack     atomic.Int64 // offset the replica acknowledged
 	ackTime atomic.Int64 // unix ns of the last acknowledgement
-	once    sync.Once
-	done    chan struct{}
+	// acked is closed by the replica's first acknowledgement. After an RDB sent behind an
+	// EOF mark the stream waits for it, as Redis 7.0's primary waits: a Redis replica finds
+	// the mark only at the end of what it has read, so no byte may follow it until the
+	// replica has loaded the RDB and said so.
+	acked     chan struct{}
+	ackedOnce sync.Once
+	waitAck   bool
+	once      sync.Once
+	done      chan struct{}
 }
 
 // add queues stream bytes for the replica. Called under r.mu. A replica whose unwritten
@@ -92,6 +102,24 @@ type ReplicaInfo struct {
 	ListeningPort int    // REPLCONF listening-port
 	IPAddress     string // REPLCONF ip-address
 	PSync2        bool   // REPLCONF capa psync2
+	EOF           bool   // REPLCONF capa eof: it reads an RDB sent behind an EOF mark
+	// Bloomd is the snapshot format a bloomd replica asked for (REPLCONF capa bloomd or
+	// bloomd-rdb): "bloomd", "rdb", or "" for a Redis replica, which gets an exact RDB file.
+	Bloomd string
+}
+
+// Capa records a capability a replica named in REPLCONF capa.
+func (i *ReplicaInfo) Capa(v string) {
+	switch strings.ToLower(v) {
+	case "psync2":
+		i.PSync2 = true
+	case "eof":
+		i.EOF = true
+	case capaBloomd:
+		i.Bloomd = "bloomd"
+	case capaBloomdRDB:
+		i.Bloomd = "rdb"
+	}
 }
 
 // ServeReplica takes over a connection that sent PSYNC replid offset: it answers with a
@@ -103,7 +131,7 @@ func (r *Repl) ServeReplica(nc net.Conn, buffered []byte, replid string, offsetA
 	if ip == "" {
 		ip, _, _ = net.SplitHostPort(info.Addr)
 	}
-	l := &link{r: r, nc: nc, ip: ip, port: info.ListeningPort, signal: make(chan struct{}, 1), done: make(chan struct{})}
+	l := &link{r: r, nc: nc, ip: ip, port: info.ListeningPort, info: info, signal: make(chan struct{}, 1), done: make(chan struct{}), acked: make(chan struct{})}
 	r.mu.Lock()
 	if r.closed {
 		r.mu.Unlock()
@@ -208,6 +236,13 @@ func (d *deadlineWriter) Write(p []byte) (int, error) {
 
 // stream writes the link's buffered stream bytes as they come.
 func (r *Repl) stream(l *link) {
+	if l.waitAck {
+		select {
+		case <-l.acked:
+		case <-l.done:
+			return
+		}
+	}
 	w := &deadlineWriter{nc: l.nc, timeout: r.timeout()}
 	var out []byte
 	for first := true; ; first = false {
@@ -274,6 +309,7 @@ func (r *Repl) readAcks(l *link, buffered []byte) {
 			if off > l.ack.Load() {
 				l.ack.Store(off)
 			}
+			l.ackedOnce.Do(func() { close(l.acked) })
 			l.ackTime.Store(time.Now().UnixNano())
 			close(r.ackChanged)
 			r.ackChanged = make(chan struct{})

@@ -1,13 +1,17 @@
 package repl
 
 import (
+	"bufio"
+	"bytes"
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -19,18 +23,27 @@ import (
 // Host is the server as replication sees it.
 type Host interface {
 	// Snapshot calls mark while no write is in flight and returns the snapshot of the data at
-	// that instant. It fails without calling mark when the copies the snapshot needs (of
-	// filters that cannot be read while writes go on) do not fit under the memory ceiling.
-	Snapshot(mark func()) (Snapshot, error)
-	// Load replaces all data with the snapshot of size bytes read from r. While it runs the
-	// server answers -LOADING.
-	Load(r io.Reader, size int64) error
+	// that instant. It fails without calling mark when the copies the snapshot needs do not fit
+	// under the memory ceiling. An exact snapshot copies everything it would otherwise read
+	// while writes go on (Bloom filters' bits): a Redis replica, which tests every add against
+	// the bits it has, needs one (see Snapshot.Exact).
+	Snapshot(mark func(), exact bool) (Snapshot, error)
+	// Load replaces all data with a primary's snapshot, which it reads from p (see Payload).
+	// While it runs the server answers -LOADING.
+	Load(p *Payload) (Loaded, error)
+	// Supports reports whether the server has the command name, which a primary's stream
+	// holds: one it lacks is for a type it does not hold (Config.SkipUnsupported).
+	Supports(name []byte) bool
 	// Apply runs one command of the primary's stream, as the primary's client. Commands come
 	// in batches, each ended by EndBatch: in between, the server may keep other work that
 	// needs every command stopped waiting.
 	Apply(argv [][]byte)
 	// EndBatch ends a batch of Apply calls.
 	EndBatch()
+	// SetAddsAsNew switches how Apply applies Bloom filter adds: as new (counted, whatever the
+	// bits say, as a log is replayed over a snapshot copied while adds went on) or as a client's
+	// add (counted only if the item tests absent, as Redis applies its primary's stream).
+	SetAddsAsNew(on bool)
 	// Port returns the port the server listens on, which a replica announces to its primary
 	// (unless replica-announce-port is set).
 	Port() int
@@ -42,17 +55,118 @@ type Host interface {
 	Charge(n int64) error
 }
 
+// A Payload is a primary's snapshot as it arrives on the link: "$<Size>" and that many bytes,
+// or, with Size -1, Redis's diskless framing, "$EOF:<mark>", an RDB file and the mark. A host
+// reads it either way, but no byte past it (the stream follows on R):
+//
+//   - straight from R: Size bytes, or an RDB file read exactly through its checksum (R is a
+//     *bufio.Reader, which internal/rdb reads no further than that); the link then reads the
+//     mark;
+//   - or through Copy, which copies the snapshot's bytes as they are (to a file, say) and reads
+//     the mark itself.
+type Payload struct {
+	R    *bufio.Reader
+	Size int64
+	mark []byte
+	done bool // the mark has been read
+}
+
+// Copy copies the snapshot's bytes to w: Size of them, or those before the EOF mark, which it
+// reads and checks. It returns the bytes copied.
+func (p *Payload) Copy(w io.Writer) (int64, error) {
+	if p.mark == nil {
+		n, err := io.CopyN(w, p.R, p.Size)
+		if err == io.EOF {
+			err = io.ErrUnexpectedEOF
+		}
+		return n, err
+	}
+	// Redis's way: the bytes before the last len(mark) read are the snapshot's, until those
+	// last bytes are the mark.
+	k := len(p.mark)
+	buf := make([]byte, 0, 1<<20)
+	var n int64
+	for {
+		if p.R.Buffered() == 0 {
+			if _, err := p.R.Peek(1); err != nil {
+				if err == io.EOF {
+					err = io.ErrUnexpectedEOF
+				}
+				return n, err
+			}
+		}
+		chunk, _ := p.R.Peek(p.R.Buffered())
+		buf = append(buf, chunk...)
+		p.R.Discard(len(chunk))
+		if len(buf) >= k && bytes.Equal(buf[len(buf)-k:], p.mark) {
+			m, err := w.Write(buf[:len(buf)-k])
+			p.done = true
+			return n + int64(m), err
+		}
+		if len(buf) > k {
+			m, err := w.Write(buf[:len(buf)-k])
+			n += int64(m)
+			if err != nil {
+				return n, err
+			}
+			buf = append(buf[:0], buf[len(buf)-k:]...)
+		}
+	}
+}
+
+// finish reads the EOF mark after a snapshot read straight from R, if Copy did not.
+func (p *Payload) finish() error {
+	if p.mark == nil || p.done {
+		return nil
+	}
+	got := make([]byte, len(p.mark))
+	if _, err := io.ReadFull(p.R, got); err != nil {
+		return fmt.Errorf("reading the EOF mark after the RDB: %w", err)
+	}
+	if !bytes.Equal(got, p.mark) {
+		return fmt.Errorf("the RDB is not followed by its EOF mark (%q, not %q)", got, p.mark)
+	}
+	p.done = true
+	return nil
+}
+
+// Loaded is what a replica learns from its primary's snapshot besides the data.
+type Loaded struct {
+	// AddsNewUntil is the stream offset up to which the adds that follow the snapshot are
+	// applied as new (0: none): those a snapshot read while adds went on may hold already.
+	AddsNewUntil int64
+	// DB is the database the stream starts in (an RDB's repl-stream-db).
+	DB int
+}
+
 // A Snapshot is the data at one instant, as Host.Snapshot takes it.
 type Snapshot struct {
-	// Size is the exact number of bytes Write writes.
+	// Size is the exact number of bytes Write writes in bloomd's format; an RDB's length is
+	// not known before it is written.
 	Size int64
-	// Write writes the snapshot to w. Replicas that share the snapshot call it each for
-	// itself, concurrently.
-	Write func(w io.Writer) error
+	// Exact reports that Write writes the data of the instant exactly; otherwise a Bloom
+	// filter's bits are read as they are written and may hold adds made after it, which the
+	// stream repeats, so the replica applies those adds as new up to the offset that window
+	// returns (see persist.WriteSync).
+	Exact bool
+	// Write writes the snapshot to w, as an RDB file (for Redis replicas and bloomd replicas
+	// that asked for one) or in bloomd's format. window, if not nil, is called once every key
+	// is written (while no write is in flight, for a snapshot that is not exact) for the
+	// offset written at the snapshot's end. Replicas that share the snapshot call Write each
+	// for itself, concurrently.
+	Write func(w io.Writer, rdb bool, window func() int64) error
 	// Release gives back what the snapshot holds (copies charged to memory); it is called
 	// once, after the last Write has returned. It may be nil.
 	Release func()
 }
+
+// The capabilities a replica names in REPLCONF capa: Redis's, and bloomd's own, with which a
+// bloomd replica asks for bloomd's snapshot format (capaBloomd) or for an RDB file read as a
+// bloomd replica reads it (capaBloomdRDB). Redis ignores capabilities it does not know.
+const (
+	capaBloomd    = "bloomd"
+	capaBloomdRDB = "bloomd-rdb"
+)
 
 // Config holds replication's settings, with redis.conf's names.
 type Config struct {
@@ -68,8 +182,13 @@ type Config struct {
 	MinReplicasToWrite int    // min-replicas-to-write
 	MinReplicasMaxLag  int    // min-replicas-max-lag, seconds
 	BindSourceAddr     string // bind-source-addr: the local address of outgoing connections
-	// TempDir is where a replica keeps the snapshot of a full sync until it has all of it.
-	TempDir string
+	// SkipUnsupported (rdb-skip-unknown-types yes) skips, and counts, the commands of a
+	// primary's stream that bloomd cannot apply (those for types it does not hold, or for
+	// databases other than 0), where otherwise they stop the link with an error.
+	SkipUnsupported bool
+	// SnapshotRDB makes a replica ask its bloomd primary for full syncs as RDB files (its data
+	// files are RDB files: dbfilename ends in .rdb) rather than in bloomd's own format.
+	SnapshotRDB bool
 	// OutputLimit is client-output-buffer-limit's replica class: how far a replica may fall
 	// behind (see link.add).
 	OutputLimit outbuf.Limit
@@ -78,7 +197,7 @@ type Config struct {
 // DefaultConfig returns Redis's defaults.
 func DefaultConfig() Config {
 	return Config{ReplicaReadOnly: true, ServeStaleData: true, ReplicaPriority: 100, BacklogSize: 1 << 20,
-		Timeout: 60, MinReplicasMaxLag: 10, TempDir: ".", OutputLimit: outbuf.Default()[outbuf.Replica]}
+		Timeout: 60, MinReplicasMaxLag: 10, OutputLimit: outbuf.Default()[outbuf.Replica]}
 }
 
 // A Repl is one server's replication state: its history (ID, offset, backlog), the replicas
@@ -87,26 +206,33 @@ type Repl struct {
 	host Host
 	log  *slog.Logger
 
-	mu          sync.Mutex
-	cfg         Config
-	replid      string
-	replid2     string
-	secondOff   int64 // second_repl_offset, -1 for none
-	offset      int64 // master_repl_offset: bytes of stream so far
-	backlog     *backlog
-	links       map[*link]struct{}
-	ackChanged  chan struct{} // closed and replaced when a replica acknowledges
-	master      *masterLink   // non-nil while a replica
-	scratch     []byte
-	fullSyncs   int64
-	sync        syncState    // full syncs: the shared snapshot and the replicas waiting for one
-	obufDrops   atomic.Int64 // replicas disconnected for their output limit
-	partialOK   int64
-	partialErr  int64
-	closed      bool
-	applyMu     sync.Mutex    // serialises Host.Apply and Host.Load across links old and new
-	stop        chan struct{} // closed by Close
-	replicaFlag atomic.Bool
+	mu         sync.Mutex
+	cfg        Config
+	replid     string
+	replid2    string
+	secondOff  int64 // second_repl_offset, -1 for none
+	offset     int64 // master_repl_offset: bytes of stream so far
+	backlog    *backlog
+	links      map[*link]struct{}
+	ackChanged chan struct{} // closed and replaced when a replica acknowledges
+	master     *masterLink   // non-nil while a replica
+	scratch    []byte
+	fullSyncs  int64
+	sync       syncState    // full syncs: the shared snapshot and the replicas waiting for one
+	obufDrops  atomic.Int64 // replicas disconnected for their output limit
+	partialOK  int64
+	partialErr int64
+	closed     bool
+	applyMu    sync.Mutex // serialises Host.Apply and Host.Load across links old and new
+	inMulti    bool       // under applyMu: the stream is inside MULTI
+	// addsNewUntil is the window of the last full sync (masterLink.addsNew), which a
+	// snapshot this replica gives its own replicas passes on (read inside Host.Snapshot).
+	addsNewUntil atomic.Int64
+	selected     bool             // the stream has selected database 0 since its history began
+	skipped      map[string]int64 // what SkipUnsupported skipped, by kind
+	linkErr      string           // why the link to the primary failed last, "" while it is up
+	stop         chan struct{}    // closed by Close
+	replicaFlag  atomic.Bool
 	// active is set once a replica attached or the server became a replica: until then, as in
 	// Redis, there is no backlog, writes cost nothing here and the offset does not move.
 	active atomic.Bool
@@ -123,7 +249,7 @@ func New(host Host, cfg Config, log *slog.Logger) *Repl {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
 	r := &Repl{host: host, log: log, cfg: cfg, replid: newID(), replid2: zeroID, secondOff: -1,
-		links: map[*link]struct{}{}, ackChanged: make(chan struct{})}
+		links: map[*link]struct{}{}, ackChanged: make(chan struct{}), skipped: map[string]int64{}}
 	r.backlog = newBacklog(cfg.BacklogSize, host.Charge)
 	r.dial = r.Dial
 	r.stop = make(chan struct{})
@@ -171,6 +297,7 @@ func (r *Repl) Restore(replid string, offset int64) {
 	defer r.mu.Unlock()
 	r.replid, r.offset = replid, offset
 	r.backlog.reset()
+	r.selected = false
 	r.active.Store(true)
 }
 
@@ -221,14 +348,22 @@ func (r *Repl) Stale() bool {
 
 // Feed appends a write to the stream: the backlog and every attached replica. It returns the
 // stream's offset after it. A replica's own writes (with replica-read-only no) are not
-// replicated, as in Redis: Feed ignores them and returns 0.
+// replicated, as in Redis: Feed ignores them and returns 0. The first write of a history (and
+// after a full sync's snapshot) is preceded by SELECT 0, as Redis precedes it with the SELECT of
+// its database: a Redis replica that followed a Redis primary's other database before a
+// failover applies this one's writes to database 0.
 func (r *Repl) Feed(argv [][]byte) int64 {
 	if !r.active.Load() || r.replicaFlag.Load() {
 		return 0
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.scratch = resp.AppendCommand(r.scratch[:0], argv...)
+	r.scratch = r.scratch[:0]
+	if !r.selected {
+		r.scratch = append(r.scratch, selectZero...)
+		r.selected = true
+	}
+	r.scratch = resp.AppendCommand(r.scratch, argv...)
 	r.appendLocked(r.scratch)
 	return r.offset
 }
@@ -271,8 +406,12 @@ func (r *Repl) backlogFromLocked(from int64) ([]byte, bool) {
 // firstByteLocked returns repl_backlog_first_byte_offset.
 func (r *Repl) firstByteLocked() int64 { return r.offset - r.backlog.histlen + 1 }
 
+// selectZero is SELECT 0 as Redis writes it into the stream.
+const selectZero = "*2\r\n$6\r\nSELECT\r\n$1\r\n0\r\n"
+
 // shiftIDLocked starts a new history at the current offset, keeping the old ID valid up to it.
 func (r *Repl) shiftIDLocked() {
+	r.selected = false
 	r.replid2 = r.replid
 	r.secondOff = r.offset + 1
 	r.replid = newID()
@@ -394,7 +533,7 @@ func (r *Repl) AppendInfo(b []byte) []byte {
 			sync = 1
 		}
 		f("master_sync_in_progress", sync)
-		f("slave_read_repl_offset", r.offset)
+		f("slave_read_repl_offset", max(m.readOff.Load(), r.offset))
 		f("slave_repl_offset", r.offset)
 		if m.state == stateTransfer {
 			f("master_sync_total_bytes", m.syncSize)
@@ -407,8 +546,24 @@ func (r *Repl) AppendInfo(b []byte) []byte {
 		f("slave_priority", r.cfg.ReplicaPriority)
 		f("slave_read_only", boolInt(r.cfg.ReplicaReadOnly))
 		f("replica_announced", 1)
+		if r.linkErr != "" && m.state != stateConnected {
+			// bloomd's own: why the link is down (a primary's stream it cannot apply, say).
+			f("master_link_error", r.linkErr)
+		}
 	} else {
 		f("role", "master")
+	}
+	if len(r.skipped) > 0 {
+		// bloomd's own: what rdb-skip-unknown-types skipped of a primary's stream.
+		var n int64
+		kinds := make([]string, 0, len(r.skipped))
+		for k, v := range r.skipped {
+			n += v
+			kinds = append(kinds, fmt.Sprintf("%s=%d", strings.ReplaceAll(k, " ", "_"), v))
+		}
+		slices.Sort(kinds)
+		f("replication_skipped_commands", n)
+		f("replication_skipped", strings.Join(kinds, ","))
 	}
 	f("connected_slaves", len(r.links))
 	if r.cfg.MinReplicasToWrite > 0 && r.cfg.MinReplicasMaxLag > 0 {

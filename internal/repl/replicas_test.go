@@ -26,6 +26,10 @@ type proxy struct {
 	cond   *sync.Cond
 	held   bool
 	conns  []net.Conn
+	// holdAfter, when positive, makes the proxy hold once that many bytes of the primary's
+	// passed; waiting counts the forwarders blocked by a hold.
+	holdAfter int64
+	waiting   int
 }
 
 func startProxy(t *testing.T, target string) *proxy {
@@ -47,6 +51,9 @@ func startProxy(t *testing.T, target string) *proxy {
 				c.Close()
 				continue
 			}
+			// A small receive buffer: a hold stops the primary's writer soon, not after
+			// the tens of megabytes that loopback's buffers can take.
+			up.(*net.TCPConn).SetReadBuffer(64 << 10)
 			p.mu.Lock()
 			p.conns = append(p.conns, c, up)
 			p.mu.Unlock()
@@ -73,7 +80,14 @@ func (p *proxy) forward(src, dst net.Conn, fromPrimary bool) {
 			if fromPrimary {
 				p.mu.Lock()
 				for p.held {
+					p.waiting++
 					p.cond.Wait()
+					p.waiting--
+				}
+				if p.holdAfter > 0 {
+					if p.holdAfter -= int64(n); p.holdAfter <= 0 {
+						p.held, p.holdAfter = true, 0
+					}
 				}
 				p.mu.Unlock()
 			}
@@ -92,6 +106,12 @@ func (p *proxy) port() string { return strconv.Itoa(p.ln.Addr().(*net.TCPAddr).P
 
 // Hold keeps what the primary sends from now on from reaching the replica.
 func (p *proxy) Hold() { p.mu.Lock(); p.held = true; p.mu.Unlock() }
+
+// HoldAfter lets n more bytes from the primary through, then holds.
+func (p *proxy) HoldAfter(n int64) { p.mu.Lock(); p.holdAfter = n; p.mu.Unlock() }
+
+// Holding reports whether what the primary sends is waiting for Release.
+func (p *proxy) Holding() bool { p.mu.Lock(); defer p.mu.Unlock(); return p.waiting > 0 }
 
 // Release lets it through again.
 func (p *proxy) Release() { p.mu.Lock(); p.held = false; p.cond.Broadcast(); p.mu.Unlock() }

@@ -128,9 +128,12 @@ func (c *Conn) addItems(bv *bloomValue, items [][]byte) ([]int8, bool) {
 		return true
 	}
 	switch {
-	case c.srv.ks.loading.Load():
+	case c.srv.ks.loading.Load() && (c != c.srv.applier || c.srv.replAddsNew.Load()):
 		// Replaying the journal, whose adds are the items found new: count each as new
-		// again, whatever the bits (which a snapshot may have copied later).
+		// again, whatever the bits (which a snapshot may have copied later). A replica does
+		// so only for the adds that follow a snapshot read while adds went on, up to where
+		// its primary says (repl.Loaded.AddsNewUntil); otherwise it adds a primary's items as
+		// a client's, as a Redis replica does: a Redis primary sends every BF.ADD, new or not.
 		for _, it := range items {
 			if !record(true, bv.ch.AddNew(it)) {
 				break

@@ -487,3 +487,86 @@ func appendCmd(c *Conn, args [][]byte) {
 		return true
 	})
 }
+
+// incrCmd implements INCR, DECR, INCRBY and DECRBY with Redis 7.0's replies and errors: the
+// string's value as a 64-bit integer (a missing key counts as 0), changed by the increment and
+// stored as a new string, the key's expiry kept (exclusive in the table: it replaces the value).
+// The journal records the command as received: a snapshot keeps the value it replaced as that
+// value was, so a replay over the snapshot increments what the original incremented; a Redis
+// replica gets it as Redis sends it.
+func incrCmd(c *Conn, args [][]byte) {
+	by := int64(1)
+	switch strings.ToLower(string(args[0])) {
+	case "decr":
+		by = -1
+	case "incrby", "decrby":
+		n, ok := resp.ParseInt(args[2])
+		if !ok {
+			c.w.Error(errNotInt)
+			return
+		}
+		by = n
+		if args[0][0] == 'd' || args[0][0] == 'D' {
+			if n == math.MinInt64 {
+				c.w.Error("ERR decrement would overflow")
+				return
+			}
+			by = -n
+		}
+	}
+	key := args[1]
+	sh, old := c.lockForCreate(key)
+	defer sh.mu.Unlock()
+	var cur int64
+	if old != nil {
+		sv, ok := old.val.(*stringValue)
+		if !ok {
+			c.w.Error(errWrongType)
+			return
+		}
+		sv.RLock()
+		cur, ok = resp.ParseInt(sv.Bytes())
+		sv.RUnlock()
+		if !ok {
+			c.w.Error(errNotInt)
+			return
+		}
+	}
+	if by > 0 && cur > math.MaxInt64-by || by < 0 && cur < math.MinInt64-by {
+		c.w.Error("ERR increment or decrement would overflow")
+		return
+	}
+	v := cur + by
+	e := newStringEntry(key, strconv.AppendInt(nil, v, 10))
+	if !c.replaceEntry(sh, old, e) {
+		return
+	}
+	if old != nil {
+		if t := old.expire.Load(); t != 0 {
+			sh.setExpireLocked(e, t)
+		}
+	}
+	c.propagate(args)
+	c.notify(evString, "incrby", key)
+	c.w.Int(v)
+}
+
+// msetnxCmd implements MSETNX key value [key value ...]: MSET only if none of the keys exists (1),
+// else nothing (0). Exclusive in the table, so no key appears between the check and the sets.
+func msetnxCmd(c *Conn, args [][]byte) {
+	if len(args)%2 == 0 {
+		c.w.Error(arityError("msetnx"))
+		return
+	}
+	for i := 1; i < len(args); i += 2 {
+		if c.get(args[i]) != nil {
+			c.w.Int(0)
+			return
+		}
+	}
+	msetCmd(c, args)
+	if b := c.w.Bytes(); len(b) >= 5 && string(b[len(b)-5:]) == "+OK\r\n" {
+		c.w.Truncate(len(b) - 5)
+		c.w.Int(1)
+	}
+}

@@ -94,6 +94,10 @@ type Config struct {
 	// Replication (internal/repl; see replication.go), with redis.conf's names.
 	ReplicaOf   string      // replicaof: "host port" of the primary; "" for a primary
 	Replication repl.Config // masterauth, replica-read-only, repl-backlog-size, ...
+	// ReplDisklessLoad (repl-diskless-load) is how a replica loads a full sync: "on-empty-db"
+	// (the default) straight from the link when it holds no key, otherwise, like "disabled"
+	// (Redis's default), into a file first (see replHost.Load).
+	ReplDisklessLoad string
 	// Cluster holds the cluster-* settings (internal/cluster; see cluster.go).
 	Cluster cluster.Config
 
@@ -162,6 +166,7 @@ func DefaultConfig() Config {
 		MetricsBind:          "127.0.0.1",
 		MetricsMaxFilters:    1000,
 		Replication:          repl.DefaultConfig(),
+		ReplDisklessLoad:     "on-empty-db",
 		Cluster:              cluster.DefaultConfig(),
 	}
 }

@@ -104,20 +104,20 @@ func TestRedisSettingsConsistent(t *testing.T) {
 // another value loads with the warning; CONFIG SET refuses it with the reason.
 func TestRedisFixedValues(t *testing.T) {
 	c := DefaultConfig()
-	conf := "repl-diskless-sync yes\nrepl-diskless-load disabled\naof-use-rdb-preamble yes\nrepl-disable-tcp-nodelay no\n"
+	conf := "repl-diskless-sync yes\naof-load-truncated yes\naof-use-rdb-preamble yes\nrepl-disable-tcp-nodelay no\n"
 	if err := ParseConfig(strings.NewReader(conf), "r.conf", &c); err != nil || len(c.ignored) != 0 {
 		t.Fatalf("bloomd's own values: %v, ignored %v", err, c.ignored)
 	}
 	c = DefaultConfig()
-	conf = "repl-diskless-sync no\nrepl-diskless-load swapdb\n"
+	conf = "repl-diskless-sync no\naof-load-truncated no\n"
 	if err := ParseConfig(strings.NewReader(conf), "r.conf", &c); err != nil {
 		t.Fatal(err)
 	}
-	if got := ignoredNames(c); !slices.Equal(got, []string{"repl-diskless-sync", "repl-diskless-load"}) {
+	if got := ignoredNames(c); !slices.Equal(got, []string{"repl-diskless-sync", "aof-load-truncated"}) {
 		t.Fatalf("ignored %q", got)
 	}
-	if got, _ := c.Get("repl-diskless-load"); got != "disabled" {
-		t.Fatalf("CONFIG GET repl-diskless-load = %q after an ignored swapdb", got)
+	if got, _ := c.Get("aof-load-truncated"); got != "yes" {
+		t.Fatalf("CONFIG GET aof-load-truncated = %q after an ignored no", got)
 	}
 	err := c.Set("repl-diskless-sync", "no")
 	if err == nil || !strings.Contains(err.Error(), "straight to the replica's connection") {

@@ -32,8 +32,9 @@ func cfDigest(t testing.TB, c *rawClient, key string) string {
 	}
 }
 
-// stalledPSYNC asks addr for a full sync and never reads the snapshot: its writer blocks, and the
-// snapshot stays alive (for repl-timeout) once the socket buffers are full.
+// stalledPSYNC asks addr for a full sync as a bloomd replica (bloomd's snapshot format, plain
+// pieces) and never reads the snapshot: its writer blocks, and the snapshot stays alive (for
+// repl-timeout) once the socket buffers are full.
 func stalledPSYNC(t *testing.T, addr string) net.Conn {
 	t.Helper()
 	nc, err := net.Dial("tcp", addr)
@@ -41,7 +42,7 @@ func stalledPSYNC(t *testing.T, addr string) net.Conn {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { nc.Close() })
-	if _, err := nc.Write([]byte("PSYNC ? -1\r\n")); err != nil {
+	if _, err := nc.Write([]byte("REPLCONF capa bloomd\r\nPSYNC ? -1\r\n")); err != nil {
 		t.Fatal(err)
 	}
 	return nc
@@ -165,9 +166,12 @@ func TestFullSyncChargedToCeiling(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer nc.Close()
-		nc.Write([]byte("PSYNC ? -1\r\n"))
+		nc.Write([]byte("REPLCONF capa bloomd\r\nPSYNC ? -1\r\n"))
 		nc.SetReadDeadline(time.Now().Add(10 * time.Second))
 		br := bufio.NewReader(nc)
+		if line, _ := br.ReadString('\n'); line != "+OK\r\n" {
+			t.Fatalf("REPLCONF capa bloomd: %q", line)
+		}
 		for {
 			line, err := br.ReadString('\n')
 			if err != nil {

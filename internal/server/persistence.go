@@ -131,7 +131,7 @@ func (k dataKeyspace) Exec(args ...[]byte) []byte { return k.s.Exec(args...) }
 // items as of now. It runs inside Pause, so no command is in flight: the walk costs a few
 // cache misses per key and allocates nothing per key beyond the list.
 func (k dataKeyspace) Capture() []persist.Item {
-	items, _ := k.capture(nil)
+	items, _ := k.capture(nil, false)
 	return items
 }
 
@@ -147,7 +147,7 @@ func (k dataKeyspace) CaptureCharged() ([]persist.Item, func(), error) {
 		}
 		charged = n
 		return nil
-	})
+	}, false)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -155,8 +155,10 @@ func (k dataKeyspace) CaptureCharged() ([]persist.Item, func(), error) {
 }
 
 // capture is Capture; charge, if not nil, is first asked for the bytes that the copies of the
-// cuckoo filters take, and its error stops the capture before they are made.
-func (k dataKeyspace) capture(charge func(n int64) error) ([]persist.Item, error) {
+// cuckoo filters take, and its error stops the capture before they are made. With exact, Bloom
+// filters are copied too (redisbloom.Chain.Clone), so that the items are the data of this
+// instant exactly, as a Redis replica must be given it.
+func (k dataKeyspace) capture(charge func(n int64) error, exact bool) ([]persist.Item, error) {
 	ks := k.s.ks
 	n, _ := ks.count()
 	items := make([]persist.Item, 0, n)
@@ -165,6 +167,7 @@ func (k dataKeyspace) capture(charge func(n int64) error) ([]persist.Item, error
 		cv *cuckooValue
 	}
 	var cuckoos []pending
+	var chains []int // with exact: the items whose chains are to be copied
 	var copyBytes int64
 	now := nowMs()
 	for i := range ks.shards {
@@ -180,6 +183,10 @@ func (k dataKeyspace) capture(charge func(n int64) error) ([]persist.Item, error
 			switch v := e.val.(type) {
 			case *bloomValue:
 				it.Chain, it.Links, it.Count = v.ch, v.ch.NumFilters(), v.ch.Card()
+				if exact {
+					chains = append(chains, len(items))
+					copyBytes += int64(v.ch.Size())
+				}
 			case *cuckooValue:
 				// Cuckoo writes move fingerprints, so the snapshot takes a copy now, while no
 				// command runs (a memory copy of the slots, not a walk over them), once the
@@ -209,6 +216,9 @@ func (k dataKeyspace) capture(charge func(n int64) error) ([]persist.Item, error
 	}
 	for _, p := range cuckoos {
 		items[p.i].Cuckoo = p.cv.cf.Clone()
+	}
+	for _, i := range chains {
+		items[i].Chain = items[i].Chain.Clone()
 	}
 	return items, nil
 }

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bufio"
 	"bytes"
 	"crypto/rand"
 	"encoding/hex"
@@ -69,6 +70,20 @@ func init() {
 		// bind-source-addr is any string, as in Redis: one that is not an address of this host
 		// makes outgoing connections fall back to the address the system picks (repl.Dial).
 		param{"bind-source-addr", true, func(c *Config) string { return rc(c).BindSourceAddr }, func(c *Config, v string) error { rc(c).BindSourceAddr = v; return nil }},
+		// repl-diskless-load: swapdb (a second copy of the data in memory while the snapshot
+		// loads) is taken as disabled, which keeps the data as it was until the snapshot is
+		// whole too.
+		param{"repl-diskless-load", true, func(c *Config) string { return c.ReplDisklessLoad }, func(c *Config, v string) error {
+			switch strings.ToLower(v) {
+			case "disabled", "on-empty-db":
+				c.ReplDisklessLoad = strings.ToLower(v)
+			case "swapdb":
+				c.ReplDisklessLoad = "disabled"
+			default:
+				return errors.New("argument(s) must be one of the following: disabled, on-empty-db, swapdb")
+			}
+			return nil
+		}},
 		param{"repl-timeout", true, func(c *Config) string { return strconv.Itoa(rc(c).Timeout) }, intParam(func(c *Config) *int { return &rc(c).Timeout }, 1, math.MaxInt32)},
 		param{"min-replicas-to-write", true, func(c *Config) string { return strconv.Itoa(rc(c).MinReplicasToWrite) }, intParam(func(c *Config) *int { return &rc(c).MinReplicasToWrite }, 0, math.MaxInt32)},
 		param{"min-replicas-max-lag", true, func(c *Config) string { return strconv.Itoa(rc(c).MinReplicasMaxLag) }, intParam(func(c *Config) *int { return &rc(c).MinReplicasMaxLag }, 0, math.MaxInt32)},
@@ -83,8 +98,9 @@ var oneArgument = map[string]bool{"bind-source-addr": true}
 // replConfig returns the replication package's settings for c.
 func replConfig(c *Config) repl.Config {
 	rc := c.Replication
-	rc.TempDir = c.Dir
 	rc.OutputLimit = c.ClientOutputBufferLimit[outbuf.Replica]
+	rc.SkipUnsupported = c.RDBSkipUnknownTypes
+	rc.SnapshotRDB = persist.IsRDBName(c.DBFilename)
 	return rc
 }
 
@@ -189,22 +205,27 @@ func (c *Conn) replCheck(cmd *Command) string {
 // replHost is the server as internal/repl sees it.
 type replHost struct{ s *Server }
 
-// Snapshot takes the snapshot that full syncs share. Its copies of cuckoo filters are charged to
-// the memory ceiling (with the backlog, apart from the keyspace) until it is released, and
-// refused when they do not fit.
-func (h replHost) Snapshot(mark func()) (repl.Snapshot, error) {
+// Snapshot takes the snapshot that full syncs share. Its copies of cuckoo filters (and, for an
+// exact one, of Bloom filters) are charged to the memory ceiling (with the backlog, apart from
+// the keyspace) until it is released, and refused when they do not fit.
+func (h replHost) Snapshot(mark func(), exact bool) (repl.Snapshot, error) {
 	s := h.s
 	var items []persist.Item
 	var charged int64
 	var err error
+	start := time.Now()
 	s.Pause(func() {
 		items, err = dataKeyspace(h).capture(func(n int64) error {
 			if err := s.chargeRepl(n); err != nil {
-				return fmt.Errorf("the copies of its cuckoo filters (%d bytes, %s) do not fit under the memory limit: %w", n, humanBytes(n), err)
+				what := "its cuckoo filters"
+				if exact {
+					what = "its filters (a Redis replica needs them as of one instant)"
+				}
+				return fmt.Errorf("the copies of %s (%d bytes, %s) do not fit under the memory limit: %w", what, n, humanBytes(n), err)
 			}
 			charged = n
 			return nil
-		})
+		}, exact)
 		if err == nil {
 			mark()
 		}
@@ -213,48 +234,126 @@ func (h replHost) Snapshot(mark func()) (repl.Snapshot, error) {
 		s.log.Warn("full sync refused", "err", err)
 		return repl.Snapshot{}, err
 	}
+	if exact {
+		s.log.Info("exact snapshot for a full sync taken", "copied_bytes", charged, "pause_ms", float64(time.Since(start).Microseconds())/1000)
+	}
 	release := func() { s.chargeRepl(-charged) }
 	size, err := persist.SnapshotSize(items)
 	if err != nil {
 		release()
 		return repl.Snapshot{}, err
 	}
-	write := func(w io.Writer) error {
-		_, err := persist.WritePlainSnapshot(w, persist.SnapshotHeader{Created: time.Now().UnixMilli()}, items)
+	write := func(w io.Writer, rdb bool, window func() int64) error {
+		cfg := s.config()
+		opts := persist.SyncOptions{RDB: rdb, RDBOptions: cfg.rdbOptions()}
+		switch {
+		case window == nil:
+		case exact:
+			opts.Window = window
+		default:
+			// The bits are read: the adds that follow found them read, once every add in
+			// flight now is in the stream.
+			opts.Window = func() (w int64) {
+				s.Pause(func() { w = window() })
+				return w
+			}
+		}
+		_, err := persist.WriteSync(w, items, opts)
 		return err
 	}
-	return repl.Snapshot{Size: size, Write: write, Release: release}, nil
+	return repl.Snapshot{Size: size, Exact: exact, Write: write, Release: release}, nil
 }
 
 // Charge charges the backlog's chunks to the memory ceiling.
 func (h replHost) Charge(n int64) error { return h.s.chargeRepl(n) }
 
-// Load replaces the keyspace with a primary's snapshot. The FLUSHALL before it is journaled;
-// the keys loaded are not, so a snapshot of the data files is saved before the stream is
-// applied: the files then always hold the data up to the replica's offset.
-func (h replHost) Load(r io.Reader, size int64) error {
+// Load replaces the keyspace with a primary's snapshot. With repl-diskless-load on-empty-db (the
+// default) and no key, it loads the snapshot straight from the link as it arrives; otherwise
+// (repl-diskless-load disabled, or keys to keep should the transfer be cut short, as Redis's
+// on-empty-db decides) it receives it into a file first, and empties the keyspace and loads
+// the file only once it is whole. Either way the bytes reach the disk once: with data files,
+// the snapshot received becomes the snapshot file (persist.Store.Receive, ReceiveFile) rather
+// than being saved again after the load. The FLUSHALL before the load is journaled; the keys
+// loaded are not, as the new snapshot file holds them.
+func (h replHost) Load(p *repl.Payload) (repl.Loaded, error) {
 	s := h.s
-	s.dataLoading.Store(true)
+	cfg := s.config()
+	keys, _ := s.ks.count()
+	streamed := cfg.ReplDisklessLoad == "on-empty-db" && keys == 0
+	flushed := false
+	flush := func() {
+		s.dataLoading.Store(true)
+		flushed = true
+		s.applier.multi = nil // a transaction cut short by the lost link is dropped with the data
+		s.applierStale.Store(false)
+		s.applyLocal([]byte("FLUSHALL"))
+	}
 	defer s.dataLoading.Store(false)
-	s.applier.multi = nil // a transaction cut short by the lost link is dropped with the data
-	s.applierStale.Store(false)
-	s.applyLocal([]byte("FLUSHALL"))
-	_, st, err := persist.ReadSnapshot(r, size, "the primary's snapshot", dataKeyspace{s})
+	const name = "the primary's snapshot"
+	sink := dataKeyspace{s}
+	var rc persist.Received
+	var err error
+	switch {
+	case streamed && s.store != nil:
+		flush()
+		rc, err = s.store.Receive(p.R, p.Size, sink)
+	case streamed:
+		flush()
+		rc, err = persist.ReadSync(p.R, p.Size, name, sink, cfg.rdbOptions())
+	case s.store != nil:
+		rc, err = s.store.ReceiveFile(p.Copy, sink, flush)
+	default:
+		rc, err = loadThroughFile(p, cfg, sink, flush)
+	}
 	if err != nil {
-		s.applyLocal([]byte("FLUSHALL")) // a part of a snapshot is no snapshot
-		return err
-	}
-	s.log.Info("primary's snapshot loaded", "keys", st.Keys, "bytes", size)
-	if s.store != nil {
-		for err = s.store.Save(); errors.Is(err, persist.ErrSaveInProgress); err = s.store.Save() {
-			time.Sleep(20 * time.Millisecond) // a BGSAVE is being written: wait for it
+		if flushed {
+			s.applyLocal([]byte("FLUSHALL")) // a part of a snapshot is no snapshot
 		}
-		if err != nil {
-			return fmt.Errorf("saving the data files after a full sync: %w", err)
-		}
+		return repl.Loaded{}, err
 	}
-	return nil
+	if len(rc.Skipped) > 0 {
+		s.log.Warn("the primary's snapshot holds what bloomd does not hold: skipped (rdb-skip-unknown-types yes)", "skipped", fmt.Sprint(rc.Skipped))
+	}
+	format := "bloomd"
+	if rc.RDB {
+		format = "RDB"
+	}
+	s.log.Info("primary's snapshot loaded", "format", format, "keys", rc.Stats.Keys, "bytes", rc.Stats.Bytes,
+		"from", map[bool]string{true: "the link", false: "a file"}[streamed], "became_the_snapshot_file", rc.Saved)
+	return repl.Loaded{AddsNewUntil: rc.Header.AddsNewUntil, DB: rc.StreamDB}, nil
 }
+
+// loadThroughFile receives a snapshot into a temporary file in dir, for a server without data
+// files that keeps its keys until the snapshot is whole, and loads it.
+func loadThroughFile(p *repl.Payload, cfg Config, sink dataKeyspace, flush func()) (persist.Received, error) {
+	f, err := os.CreateTemp(cfg.Dir, "temp-repl-*.snapshot")
+	if err != nil {
+		return persist.Received{}, fmt.Errorf("cannot create a file for the primary's snapshot: %w", err)
+	}
+	defer os.Remove(f.Name())
+	defer f.Close()
+	bw := bufio.NewWriterSize(f, 1<<20)
+	n, err := p.Copy(bw)
+	if err == nil {
+		err = bw.Flush()
+	}
+	if err != nil {
+		return persist.Received{}, fmt.Errorf("the snapshot's transfer was cut short after %d bytes (the data is kept as it was): %w", n, err)
+	}
+	var head [9]byte
+	f.ReadAt(head[:], 0)
+	if err := persist.CheckSyncFormat(head[:min(n, 9)]); err != nil {
+		return persist.Received{}, err
+	}
+	flush()
+	return persist.ReadSync(bufio.NewReaderSize(io.NewSectionReader(f, 0, n), 1<<20), n, "the primary's snapshot", sink, cfg.rdbOptions())
+}
+
+// Supports reports whether bloomd has the command a primary's stream holds.
+func (h replHost) Supports(name []byte) bool { return h.s.mux.Lookup(name) != nil }
+
+// SetAddsAsNew switches how the applier applies Bloom filter adds (see addItems).
+func (h replHost) SetAddsAsNew(on bool) { h.s.replAddsNew.Store(on) }
 
 func (h replHost) Port() int {
 	for _, a := range h.s.Addrs() {
@@ -402,9 +501,7 @@ func replconfCmd(c *Conn, args [][]byte) {
 			}
 			c.replInfo.IPAddress = string(v)
 		case "capa":
-			if equalFold(v, "psync2") {
-				c.replInfo.PSync2 = true
-			}
+			c.replInfo.Capa(string(v))
 		case "ack", "getack":
 			return // for replica links only, which internal/repl reads; no reply, as Redis
 		case "rdb-only", "rdb-filter-only":

@@ -98,8 +98,11 @@ type Server struct {
 	applier      *Conn       // the client that applies a primary's stream
 	minReplicas  atomic.Bool // min-replicas-to-write is set
 	applierStale atomic.Bool // the applier's open transaction belongs to a former primary
-	configFile   string      // the file the settings came from, for CONFIG REWRITE
-	runID        string
+	// replAddsNew makes the applier add a primary's Bloom filter items as new (see addItems and
+	// repl.Host.SetAddsAsNew); otherwise it adds them as a client's adds.
+	replAddsNew atomic.Bool
+	configFile  string // the file the settings came from, for CONFIG REWRITE
+	runID       string
 
 	mig         migrations    // keys MIGRATE is moving, whose writes wait (migrating.go)
 	migratePool *migrate.Pool // MIGRATE's cached connections (cmd_migrate.go)
