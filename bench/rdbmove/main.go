@@ -11,23 +11,18 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"flag"
 	"fmt"
-	"math/rand/v2"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
-	"github.com/bloomd/bloom/internal/resp"
+	"github.com/bloomd/bloom/bench/internal/rawserver"
 )
 
 var (
@@ -37,125 +32,16 @@ var (
 	workDir   = flag.String("dir", "", "scratch directory (files of several GB)")
 )
 
-type server struct {
-	name string // "bloomd" or "redis"
-	dir  string
-	port int
-	cmd  *exec.Cmd
-}
-
-func freePort() int {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	check(err)
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
-}
-
-func check(err error) {
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "rdbmove:", err)
-		os.Exit(1)
-	}
-}
-
 // start runs a server of kind ("bloomd" or "redis") on dir, and returns once it answers PING
 // with PONG (the load, if any, done), with how long that took.
-func start(kind, dir string) (*server, time.Duration) {
-	s := &server{name: kind, dir: dir, port: freePort()}
-	common := []string{"--port", strconv.Itoa(s.port), "--bind", "127.0.0.1", "--dir", dir, "--dbfilename", "dump.rdb",
+func start(kind, dir string) (*rawserver.Server, time.Duration) {
+	port := rawserver.FreePort()
+	common := []string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--dir", dir, "--dbfilename", "dump.rdb",
 		"--save", "", "--appendonly", "no", "--proto-max-bulk-len", "2000mb", "--loglevel", "warning"}
 	if kind == "bloomd" {
-		s.cmd = exec.Command(*bloomdBin, common...)
-	} else {
-		s.cmd = exec.Command("redis-server", append(common, "--loadmodule", *module)...)
+		return rawserver.Start(kind, dir, *bloomdBin, port, common...)
 	}
-	log, err := os.Create(filepath.Join(dir, kind+".log"))
-	check(err)
-	s.cmd.Stdout, s.cmd.Stderr = log, log
-	t0 := time.Now()
-	check(s.cmd.Start())
-	for range 60000 {
-		if c, err := net.Dial("tcp", s.addr()); err == nil {
-			r := do(c, "PING")
-			c.Close()
-			if r.Text() == "PONG" {
-				return s, time.Since(t0)
-			}
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	check(fmt.Errorf("%s on %s did not answer", kind, dir))
-	return nil, 0
-}
-
-func (s *server) addr() string { return "127.0.0.1:" + strconv.Itoa(s.port) }
-
-func (s *server) stop() {
-	s.cmd.Process.Signal(syscall.SIGKILL)
-	s.cmd.Wait()
-}
-
-func (s *server) conn() net.Conn {
-	c, err := net.Dial("tcp", s.addr())
-	check(err)
-	return c
-}
-
-var (
-	readersMu sync.Mutex
-	readers   = map[net.Conn]*resp.Reader{}
-)
-
-func do(c net.Conn, args ...string) resp.Value {
-	bs := make([][]byte, len(args))
-	for i, a := range args {
-		bs[i] = []byte(a)
-	}
-	return doBytes(c, bs...)
-}
-
-func doBytes(c net.Conn, args ...[]byte) resp.Value {
-	_, err := c.Write(resp.AppendCommand(nil, args...))
-	check(err)
-	readersMu.Lock()
-	r := readers[c]
-	if r == nil {
-		r = resp.NewReader(bufio.NewReaderSize(c, 1<<20))
-		r.Limits.MaxBulk = 1 << 31
-		readers[c] = r
-	}
-	readersMu.Unlock()
-	v, err := r.ReadReply()
-	check(err)
-	return v
-}
-
-// fill makes the filter f on s, its bits random from seed.
-func fill(s *server, capacity uint64) {
-	c := s.conn()
-	defer c.Close()
-	if v := do(c, "BF.RESERVE", "f", "0.01", strconv.FormatUint(capacity, 10), "NONSCALING"); v.IsError() {
-		check(fmt.Errorf("%s: BF.RESERVE: %s", s.name, v.Text()))
-	}
-	rng := rand.New(rand.NewPCG(1, 2))
-	it := do(c, "BF.SCANDUMP", "f", "0").Elems[0].Int
-	for {
-		v := do(c, "BF.SCANDUMP", "f", strconv.FormatInt(it, 10))
-		next, data := v.Elems[0].Int, v.Elems[1].Str
-		if next == 0 {
-			return
-		}
-		for i := 0; i+8 <= len(data); i += 8 {
-			u := rng.Uint64()
-			for j := range 8 {
-				data[i+j] = byte(u >> (8 * j))
-			}
-		}
-		if v := doBytes(c, []byte("BF.LOADCHUNK"), []byte("f"), []byte(strconv.FormatInt(next, 10)), data); v.IsError() {
-			check(fmt.Errorf("%s: BF.LOADCHUNK: %s", s.name, v.Text()))
-		}
-		it = next
-	}
+	return rawserver.Start(kind, dir, "redis-server", port, append(common, "--loadmodule", *module)...)
 }
 
 func timed(fn func()) time.Duration {
@@ -166,7 +52,7 @@ func timed(fn func()) time.Duration {
 
 func fileSize(path string) int64 {
 	fi, err := os.Stat(path)
-	check(err)
+	rawserver.Check(err)
 	return fi.Size()
 }
 
@@ -176,13 +62,13 @@ func mbs(bytes int64, d time.Duration) string {
 
 // probe adds to another key in a loop until stop is set, and returns the longest wait for a
 // reply.
-func probe(s *server, stop *atomic.Bool, done chan<- time.Duration) {
-	c := s.conn()
+func probe(s *rawserver.Server, stop *atomic.Bool, done chan<- time.Duration) {
+	c := s.Conn()
 	defer c.Close()
 	var worst time.Duration
 	for i := 0; !stop.Load(); i++ {
 		t0 := time.Now()
-		do(c, "BF.ADD", "other", strconv.Itoa(i))
+		rawserver.Do(c, "BF.ADD", "other", strconv.Itoa(i))
 		worst = max(worst, time.Since(t0))
 	}
 	done <- worst
@@ -191,13 +77,13 @@ func probe(s *server, stop *atomic.Bool, done chan<- time.Duration) {
 func main() {
 	flag.Parse()
 	if *bloomdBin == "" || *module == "" || *workDir == "" {
-		check(fmt.Errorf("need -bloomd, -redisbloom (or REDISBLOOM_SO) and -dir"))
+		rawserver.Check(fmt.Errorf("need -bloomd, -redisbloom (or REDISBLOOM_SO) and -dir"))
 	}
 	// RedisBloom's sizing: bits = -n ln(p) / ln(2)^2, so n for the bytes asked.
 	capacity := uint64(*gb * 1e9 * 8 * 0.4804530139182014 / 4.605170185988091)
 	mk := func(name string) string {
 		d := filepath.Join(*workDir, name)
-		check(os.MkdirAll(d, 0o755))
+		rawserver.Check(os.MkdirAll(d, 0o755))
 		return d
 	}
 	type row struct{ what, secs, rate, note string }
@@ -208,13 +94,13 @@ func main() {
 
 	rs, _ := start("redis", mk("redis"))
 	bs, _ := start("bloomd", mk("bloomd"))
-	fill(rs, capacity)
-	fill(bs, capacity)
-	rc, bc := rs.conn(), bs.conn()
-	info := do(rc, "BF.INFO", "f", "SIZE").String()
+	rawserver.Fill(rs, capacity)
+	rawserver.Fill(bs, capacity)
+	rc, bc := rs.Conn(), bs.Conn()
+	info := rawserver.Do(rc, "BF.INFO", "f", "SIZE").String()
 	same := func(a, b net.Conn) bool {
 		for _, it := range []string{"1", "2"} {
-			va, vb := do(a, "BF.SCANDUMP", "f", it), do(b, "BF.SCANDUMP", "f", it)
+			va, vb := rawserver.Do(a, "BF.SCANDUMP", "f", it), rawserver.Do(b, "BF.SCANDUMP", "f", it)
 			if !bytes.Equal(va.Elems[1].Str, vb.Elems[1].Str) {
 				return false
 			}
@@ -222,39 +108,39 @@ func main() {
 		return true
 	}
 	if !same(rc, bc) {
-		check(fmt.Errorf("the two filters differ"))
+		rawserver.Check(fmt.Errorf("the two filters differ"))
 	}
 
 	// SAVE, then a start on the file, for each program; then each on the other's file.
 	var sizes = map[string]int64{}
-	for _, s := range []*server{rs, bs} {
-		c := s.conn()
-		d := timed(func() { do(c, "SAVE") })
+	for _, s := range []*rawserver.Server{rs, bs} {
+		c := s.Conn()
+		d := timed(func() { rawserver.Do(c, "SAVE") })
 		c.Close()
-		sizes[s.name] = fileSize(filepath.Join(s.dir, "dump.rdb"))
-		add(s.name+": SAVE", d, sizes[s.name], fmt.Sprintf("dump.rdb of %.2f GB", float64(sizes[s.name])/1e9))
+		sizes[s.Name] = fileSize(filepath.Join(s.Dir, "dump.rdb"))
+		add(s.Name+": SAVE", d, sizes[s.Name], fmt.Sprintf("dump.rdb of %.2f GB", float64(sizes[s.Name])/1e9))
 	}
-	rs.stop()
-	bs.stop()
-	for _, s := range []*server{rs, bs} {
-		again, d := start(s.name, s.dir)
-		add(s.name+": start on its own dump.rdb", d, sizes[s.name], "")
-		again.stop()
+	rs.Stop()
+	bs.Stop()
+	for _, s := range []*rawserver.Server{rs, bs} {
+		again, d := start(s.Name, s.Dir)
+		add(s.Name+": start on its own dump.rdb", d, sizes[s.Name], "")
+		again.Stop()
 	}
 	for _, pair := range [][2]string{{"bloomd", "redis"}, {"redis", "bloomd"}} {
 		loader, writer := pair[0], pair[1]
 		d := mk(loader + "-loads-" + writer)
 		src := filepath.Join(*workDir, writer, "dump.rdb")
-		check(os.Rename(src, filepath.Join(d, "dump.rdb")))
+		rawserver.Check(os.Rename(src, filepath.Join(d, "dump.rdb")))
 		s, took := start(loader, d)
 		add(fmt.Sprintf("%s: start on %s's dump.rdb", loader, writer), took, sizes[writer], "")
-		c := s.conn()
-		if got := do(c, "BF.INFO", "f", "SIZE").String(); got != info {
-			check(fmt.Errorf("%s loaded %s, want %s", loader, got, info))
+		c := s.Conn()
+		if got := rawserver.Do(c, "BF.INFO", "f", "SIZE").String(); got != info {
+			rawserver.Check(fmt.Errorf("%s loaded %s, want %s", loader, got, info))
 		}
 		c.Close()
-		s.stop()
-		check(os.Rename(filepath.Join(d, "dump.rdb"), src))
+		s.Stop()
+		rawserver.Check(os.Rename(filepath.Join(d, "dump.rdb"), src))
 	}
 
 	// MIGRATE ... COPY from each program to a fresh one of each, with a client adding to
@@ -263,31 +149,31 @@ func main() {
 		src, _ := start(from, filepath.Join(*workDir, from))
 		for _, to := range []string{"bloomd", "redis"} {
 			dst, _ := start(to, mk("target-"+to))
-			c := src.conn()
+			c := src.Conn()
 			var stop atomic.Bool
 			worst := make(chan time.Duration)
 			go probe(src, &stop, worst)
 			time.Sleep(100 * time.Millisecond)
 			var reply string
 			d := timed(func() {
-				reply = do(c, "MIGRATE", "127.0.0.1", strconv.Itoa(dst.port), "f", "0", "600000", "COPY").Text()
+				reply = rawserver.Do(c, "MIGRATE", "127.0.0.1", strconv.Itoa(dst.Port), "f", "0", "600000", "COPY").Text()
 			})
 			stop.Store(true)
 			w := <-worst
 			if reply != "OK" {
-				check(fmt.Errorf("MIGRATE %s to %s: %s", from, to, reply))
+				rawserver.Check(fmt.Errorf("MIGRATE %s to %s: %s", from, to, reply))
 			}
-			dc := dst.conn()
+			dc := dst.Conn()
 			if !same(c, dc) {
-				check(fmt.Errorf("MIGRATE %s to %s: the filters differ", from, to))
+				rawserver.Check(fmt.Errorf("MIGRATE %s to %s: the filters differ", from, to))
 			}
 			dc.Close()
 			c.Close()
 			add(fmt.Sprintf("MIGRATE %s to %s", from, to), d, sizes[from], fmt.Sprintf("longest BF.ADD to another key meanwhile: %.0f ms", w.Seconds()*1000))
-			dst.stop()
-			os.RemoveAll(dst.dir)
+			dst.Stop()
+			os.RemoveAll(dst.Dir)
 		}
-		src.stop()
+		src.Stop()
 	}
 
 	fmt.Printf("Filter: BF.RESERVE f 0.01 %d NONSCALING, %s, bits set at random (incompressible).\n\n", capacity, strings.ReplaceAll(info, "\n", " "))
