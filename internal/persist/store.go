@@ -807,36 +807,9 @@ func (st *Store) snapshotLocked(kind int32) (err error) {
 	if err != nil {
 		return err
 	}
-	// The snapshot holds everything before log seq: drop the older logs.
-	st.logsMu.Lock()
-	keep := st.logs[:0]
-	var drop []*logFile
-	for _, lf := range st.logs {
-		if lf.seq < seq {
-			drop = append(drop, lf)
-		} else {
-			keep = append(keep, lf)
-		}
-	}
-	st.logs = keep
-	st.logsMu.Unlock()
-	if app == nil {
-		// Logs of an earlier run with appendonly, replayed at start.
-		seqs, _ := st.scanDir()
-		for _, s := range seqs {
-			if s < seq {
-				drop = append(drop, &logFile{path: st.logPath(s), seq: s})
-			}
-		}
-	}
-	for _, lf := range drop {
-		if err := st.fs.Remove(lf.path); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			st.log.Warn("cannot remove a log the snapshot supersedes", "file", lf.path, "err", err)
-		}
-	}
-	if len(drop) > 0 {
-		st.fs.SyncDir(st.cfg.Dir)
-	}
+	// The snapshot holds everything before log seq: drop the older logs (and, without
+	// appendonly, those of an earlier run with it, replayed at start).
+	st.dropLogsBefore(seq, app)
 	if app != nil && app.failure() != nil && app.failedBefore(seq) {
 		st.log.Info("the new snapshot and log replace the log that failed; writes are durable again")
 		app.clearError()

@@ -210,43 +210,10 @@ func TestReplicationHostileInput(t *testing.T) {
 	}
 
 	// A fake primary that cuts its snapshot short: the replica keeps its data and retries.
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	attempts := make(chan struct{}, 10)
-	go func() {
-		for {
-			nc, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer nc.Close()
-				rd := resp.NewReader(nc)
-				for {
-					argv, err := rd.ReadCommand()
-					if err != nil {
-						return
-					}
-					switch strings.ToUpper(string(argv[0])) {
-					case "PING":
-						nc.Write([]byte("+PONG\r\n"))
-					case "REPLCONF":
-						nc.Write([]byte("+OK\r\n"))
-					case "PSYNC":
-						fmt.Fprintf(nc, "+FULLRESYNC %s 0\r\n$1000\r\n\x89BDSNAP\n", strings.Repeat("a", 40))
-						attempts <- struct{}{}
-						return
-					}
-				}
-			}()
-		}
-	}()
+	port, attempts := hostilePrimary(t, fmt.Appendf(nil, "+FULLRESYNC %s 0\r\n$1000\r\n\x89BDSNAP\n", strings.Repeat("a", 40)))
 	_, r := startReplServer(t)
 	r.do("BF.ADD", "mine", "x")
-	r.do("REPLICAOF", "127.0.0.1", strconv.Itoa(ln.Addr().(*net.TCPAddr).Port))
+	r.do("REPLICAOF", "127.0.0.1", port)
 	for range 2 {
 		select {
 		case <-attempts:
