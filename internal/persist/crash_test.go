@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bloomd/bloom/internal/childproc"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -84,10 +85,9 @@ func startBloomd(t *testing.T, dir string, args ...string) *proc {
 	port := freePort(t)
 	all := append([]string{"--port", strconv.Itoa(port), "--dir", dir, "--save", ""}, args...)
 	cmd := exec.Command(bloomd(t), all...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	p := &proc{cmd: cmd, addr: fmt.Sprintf("127.0.0.1:%d", port), stderr: new(bytes.Buffer), exited: make(chan struct{})}
 	cmd.Stderr = p.stderr
-	if err := cmd.Start(); err != nil {
+	if err := childproc.Start(cmd); err != nil {
 		t.Fatal(err)
 	}
 	go func() { cmd.Wait(); close(p.exited) }()

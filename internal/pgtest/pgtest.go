@@ -21,6 +21,7 @@ import (
 
 	_ "github.com/jackc/pgx/v5/stdlib" // the "pgx" database/sql driver
 
+	"github.com/bloomd/bloom/internal/childproc"
 	"github.com/bloomd/bloom/internal/skipped"
 )
 
@@ -148,7 +149,7 @@ func launch(bin, dir, data string, port int, cred *syscall.Credential) (*Server,
 	cmd.SysProcAttr = procAttr(cred)
 	var out strings.Builder
 	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Start(); err != nil {
+	if err := childproc.Start(cmd); err != nil {
 		return nil, fmt.Errorf("pgtest: starting postgres: %w", err)
 	}
 	s := &Server{

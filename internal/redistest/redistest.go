@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bloomd/bloom/internal/childproc"
 	"github.com/bloomd/bloom/internal/skipped"
 )
 
@@ -206,8 +207,7 @@ func launch(host, dir string, port int, password, bin string, args []string) (*S
 	var stderr strings.Builder
 	cmd.Stdout = &stderr
 	cmd.Stderr = &stderr
-	setDeathSignal(cmd)
-	if err := cmd.Start(); err != nil {
+	if err := childproc.Start(cmd); err != nil {
 		return nil, fmt.Errorf("redistest: starting %s: %w", bin, err)
 	}
 	s := &Server{
@@ -429,7 +429,6 @@ func StartCluster(masters int, opt *Options) (*Cluster, error) {
 		cmd.Env = append(os.Environ(), "REDISCLI_AUTH="+opt.Password)
 	}
 	cmd.Dir = dir
-	setDeathSignal(cmd)
 	if out, err := runTimeout(cmd, 60*time.Second); err != nil {
 		return fail(fmt.Errorf("redistest: redis-cli --cluster create: %v: %s", err, out))
 	}
@@ -453,7 +452,7 @@ func runTimeout(cmd *exec.Cmd, d time.Duration) (string, error) {
 	var out strings.Builder
 	cmd.Stdout = &out
 	cmd.Stderr = &out
-	if err := cmd.Start(); err != nil {
+	if err := childproc.Start(cmd); err != nil {
 		return "", err
 	}
 	done := make(chan error, 1)
