@@ -28,7 +28,15 @@ func TestSentinelMixedGroup(t *testing.T) {
 	primary := redistest.New(t, &redistest.Options{Args: mod})
 	other := redistest.New(t, &redistest.Options{Args: append(mod, "--replica-priority", "100", "--replicaof", "127.0.0.1", portOf(primary))})
 	bloomd := startBloomd(t, "replica-priority 1", "replicaof 127.0.0.1 "+portOf(primary))
-	eventually(t, 15*time.Second, "replicas online", func() bool { return info(primary, "connected_slaves") == "2" })
+	// Both replicas are past their full sync (a diskless one, delayed by Redis's
+	// repl-diskless-sync-delay) before the writes start: a write that WAIT 1 acknowledges
+	// through the Redis replica alone, while bloomd is still waiting for its snapshot, is not on
+	// bloomd, and Sentinel, which ranks replicas by priority before their offsets, would promote
+	// bloomd without it, as it would a Redis replica.
+	eventually(t, 30*time.Second, "replicas synced and online", func() bool {
+		return info(bloomd, "master_link_status") == "up" && info(other, "master_link_status") == "up" &&
+			strings.Contains(info(primary, "slave0"), "state=online") && strings.Contains(info(primary, "slave1"), "state=online")
+	})
 	var sentinels []*redistest.Server
 	var addrs []string
 	for range 3 {
