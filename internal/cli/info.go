@@ -46,31 +46,15 @@ for scalable, counting and RedisBloom filters, and otherwise an estimate from th
 			var f *filter
 			var params redisfilter.PlainParams
 			if isRedisURL(args[0]) || pf.given() {
-				if !isRedisURL(args[0]) {
-					return fmt.Errorf("--m, --k, --scheme, --bit-order and --rule describe a plain Redis key; give a redis:// URL instead of %s", quote(args[0]))
-				}
-				t, err := parseRedisURL(args[0])
-				if err != nil {
-					return err
-				}
-				if pf.given() {
-					if params, err = pf.params(); err != nil {
-						return err
-					}
-				}
 				ctx := cmd.Context()
-				c, err := rf.connect(ctx, t)
+				k, err := openRedisKey(ctx, &rf, &pf, args[0])
 				if err != nil {
 					return err
 				}
-				defer c.Close()
-				typ, err := keyType(ctx, c, t)
-				if err != nil {
-					return err
-				}
+				defer k.c.Close()
+				c, t, typ := k.c, k.t, k.typ
+				params = k.params
 				switch {
-				case typ != "string" && pf.given():
-					return plainOnly(t, typ)
 				case typ != "string":
 					if plotFile != "" {
 						return fmt.Errorf("--plot draws a filter from its bits, which BF.INFO and CF.INFO do not give; bloom pull %s to a file and draw that", t.display)

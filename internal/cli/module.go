@@ -8,6 +8,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/bloomd/bloom"
+	"github.com/bloomd/bloom/redisfilter"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -194,4 +195,43 @@ func (m *moduleInfo) writeJSON(w io.Writer, t redisTarget) error {
 		Type   string            `json:"type"`
 		Fields map[string]*int64 `json:"info"`
 	}{t.display, m.typ, fields})
+}
+
+// A redisKey is a redis:// key that bloom test or bloom info reads: its connection, its TYPE
+// (a RedisBloom filter's, or "string"), and for a plain string the parameters the flags gave.
+type redisKey struct {
+	t      redisTarget
+	c      *redis.Client
+	typ    string
+	params redisfilter.PlainParams
+}
+
+// openRedisKey connects to the key arg names and checks that the plain-key flags fit what it
+// holds: given only with a redis:// URL, not with a RedisBloom filter. The caller closes k.c.
+func openRedisKey(ctx context.Context, rf *remoteFlags, pf *plainFlags, arg string) (*redisKey, error) {
+	if !isRedisURL(arg) {
+		return nil, fmt.Errorf("--m, --k, --scheme, --bit-order and --rule describe a plain Redis key; give a redis:// URL instead of %s", quote(arg))
+	}
+	t, err := parseRedisURL(arg)
+	if err != nil {
+		return nil, err
+	}
+	k := &redisKey{t: t}
+	if pf.given() {
+		if k.params, err = pf.params(); err != nil {
+			return nil, err
+		}
+	}
+	if k.c, err = rf.connect(ctx, t); err != nil {
+		return nil, err
+	}
+	if k.typ, err = keyType(ctx, k.c, t); err != nil {
+		k.c.Close()
+		return nil, err
+	}
+	if k.typ != "string" && pf.given() {
+		k.c.Close()
+		return nil, plainOnly(t, k.typ)
+	}
+	return k, nil
 }

@@ -45,34 +45,16 @@ Exit status, as grep's: 0 if any item may be present, 1 if none is, 2 on an erro
 			}
 			var testMany func(dst []bool, keys [][]byte) ([]bool, error)
 			if isRedisURL(args[0]) || pf.given() {
-				if !isRedisURL(args[0]) {
-					return fmt.Errorf("--m, --k, --scheme, --bit-order and --rule describe a plain Redis key; give a redis:// URL instead of %s", quote(args[0]))
-				}
-				t, err := parseRedisURL(args[0])
-				if err != nil {
-					return err
-				}
-				var params redisfilter.PlainParams
-				if pf.given() {
-					if params, err = pf.params(); err != nil {
-						return err
-					}
-				}
 				ctx := cmd.Context()
-				c, err := rf.connect(ctx, t)
+				k, err := openRedisKey(ctx, &rf, &pf, args[0])
 				if err != nil {
 					return err
 				}
-				defer c.Close()
-				typ, err := keyType(ctx, c, t)
-				if err != nil {
-					return err
-				}
+				defer k.c.Close()
+				c, t, params := k.c, k.t, k.params
 				switch {
-				case typ != "string" && pf.given():
-					return plainOnly(t, typ)
-				case typ != "string":
-					testMany = moduleTest(ctx, c, t, typ)
+				case k.typ != "string":
+					testMany = moduleTest(ctx, c, t, k.typ)
 				case !pf.given():
 					return needPlainFlags(t, "to test items in")
 				default:
