@@ -70,29 +70,11 @@ func TestHotPathAllocsCluster(t *testing.T) {
 	hotPathAllocs(t, s)
 }
 
-func hotPathAllocs(t *testing.T, s *Server) {
-	s.Exec([]byte("BF.RESERVE"), []byte("bf"), []byte("0.01"), []byte("100000"))
-	var in []byte
-	cmds := 0
-	for i := range 16 {
-		in = resp.AppendCommand(in, []byte("BF.ADD"), []byte("bf"), []byte(strconv.Itoa(i)))
-		in = resp.AppendCommand(in, []byte("bf.exists"), []byte("bf"), []byte(strconv.Itoa(i)))
-		cmds += 2
-	}
-	var items [][]byte
-	for i := range 10 {
-		items = append(items, []byte(strconv.Itoa(100+i)))
-	}
-	for _, cmd := range [][][]byte{
-		append([][]byte{[]byte("BF.MADD"), []byte("bf")}, items...),
-		append([][]byte{[]byte("BF.MEXISTS"), []byte("bf")}, items...),
-		append([][]byte{[]byte("BF.INSERT"), []byte("bf"), []byte("ITEMS")}, items...),
-		append([][]byte{[]byte("BF.INSERT"), []byte("bf"), []byte("NOCREATE"), []byte("ITEMS")}, items[:3]...),
-		append([][]byte{[]byte("BF.MEXISTS"), []byte("bf")}, items[:1]...),
-	} {
-		in = resp.AppendCommand(in, cmd...)
-		cmds++
-	}
+// batchAllocFree runs the cmds commands encoded in in on one connection of s, as the event loop
+// does (read, execute, flush), and requires every reply to succeed and a repeat of the batch to
+// allocate nothing. It returns the connection, whose writes count the batch's flushes.
+func batchAllocFree(t *testing.T, s *Server, in []byte, cmds int) *loopConn {
+	t.Helper()
 	rw := &loopConn{in: in}
 	c := s.newConn(rw)
 	defer c.close()
@@ -118,6 +100,33 @@ func hotPathAllocs(t *testing.T, s *Server) {
 	if a := testing.AllocsPerRun(100, run); a != 0 {
 		t.Fatalf("a batch of %d commands allocates %v times", cmds, a)
 	}
+	return rw
+}
+
+func hotPathAllocs(t *testing.T, s *Server) {
+	s.Exec([]byte("BF.RESERVE"), []byte("bf"), []byte("0.01"), []byte("100000"))
+	var in []byte
+	cmds := 0
+	for i := range 16 {
+		in = resp.AppendCommand(in, []byte("BF.ADD"), []byte("bf"), []byte(strconv.Itoa(i)))
+		in = resp.AppendCommand(in, []byte("bf.exists"), []byte("bf"), []byte(strconv.Itoa(i)))
+		cmds += 2
+	}
+	var items [][]byte
+	for i := range 10 {
+		items = append(items, []byte(strconv.Itoa(100+i)))
+	}
+	for _, cmd := range [][][]byte{
+		append([][]byte{[]byte("BF.MADD"), []byte("bf")}, items...),
+		append([][]byte{[]byte("BF.MEXISTS"), []byte("bf")}, items...),
+		append([][]byte{[]byte("BF.INSERT"), []byte("bf"), []byte("ITEMS")}, items...),
+		append([][]byte{[]byte("BF.INSERT"), []byte("bf"), []byte("NOCREATE"), []byte("ITEMS")}, items[:3]...),
+		append([][]byte{[]byte("BF.MEXISTS"), []byte("bf")}, items[:1]...),
+	} {
+		in = resp.AppendCommand(in, cmd...)
+		cmds++
+	}
+	rw := batchAllocFree(t, s, in, cmds)
 	if rw.writes != 102 { // run above, AllocsPerRun's warm-up run, and 100 runs
 		t.Fatalf("%d writes for 102 batches; want one per batch", rw.writes)
 	}

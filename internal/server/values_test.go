@@ -1,7 +1,6 @@
 package server
 
 import (
-	"bytes"
 	"fmt"
 	"strconv"
 	"strings"
@@ -289,29 +288,5 @@ func TestValuesHotPathAllocs(t *testing.T) {
 		in = resp.AppendCommand(in, cmd...)
 		cmds++
 	}
-	rw := &loopConn{in: in}
-	c := s.newConn(rw)
-	defer c.close()
-	run := func() {
-		rw.off = 0
-		rw.out.Reset()
-		c.rd.Reset(rw)
-		for range cmds {
-			args, err := c.rd.ReadCommand()
-			if err != nil {
-				t.Fatal(err)
-			}
-			c.execute(args)
-		}
-		if err := c.flush(); err != nil {
-			t.Fatal(err)
-		}
-	}
-	run()
-	if bytes.Contains(rw.out.Bytes(), []byte("-")) {
-		t.Fatalf("a command of the batch failed: %q", rw.out.Bytes())
-	}
-	if a := testing.AllocsPerRun(100, run); a != 0 {
-		t.Fatalf("a batch of %d commands allocates %v times", cmds, a)
-	}
+	batchAllocFree(t, s, in, cmds)
 }
