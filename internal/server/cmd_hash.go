@@ -26,54 +26,20 @@ import (
 // settings of bloomd; see config_redis.go).
 var hashLimits = value.DefaultLimits
 
-// readHash returns the hash at key for reading: nil for a missing key (published as a key miss),
-// or ok false after replying WRONGTYPE for a key of another type.
-func (c *Conn) readHash(key []byte) (hv *hashValue, ok bool) {
-	e := c.entry(key)
-	if e == nil {
-		c.keyMiss(key)
-		return nil, true
-	}
-	if hv, ok = e.val.(*hashValue); !ok {
-		c.w.Error(errWrongType)
-	}
-	return hv, ok
+// readHash returns the hash at key for reading (see readValue).
+func (c *Conn) readHash(key []byte) (*hashValue, bool) { return readValue[*hashValue](c, key) }
+
+// modifyHash runs fn on the hash at key under its write lock; a missing key is given to fn as a
+// new empty hash, which joins the keyspace if fn returns true (see modifyValue).
+func (c *Conn) modifyHash(key []byte, fn func(hv *hashValue) bool) {
+	modifyValue(c, key, newHashEntry, func(hv *hashValue, _ bool) bool { return fn(hv) })
 }
 
-// modifyHash runs fn on the hash at key under the hash's write lock; a missing key is given to
-// fn as a new empty hash, which joins the keyspace if fn returns true (see modifyString).
-func (c *Conn) modifyHash(key []byte, fn func(hv *hashValue) bool) {
-	for {
-		if e := c.entry(key); e != nil {
-			hv, ok := e.val.(*hashValue)
-			if !ok {
-				c.w.Error(errWrongType)
-				return
-			}
-			hv.Lock()
-			fn(hv)
-			hv.Unlock()
-			return
-		}
-		sh, e := c.lockForCreate(key)
-		if sh == nil {
-			return
-		}
-		if e != nil {
-			sh.mu.Unlock()
-			continue
-		}
-		hv := value.NewHash()
-		ne := &entry{key: string(key), val: hv}
-		ne.mem.Store(int64(keyOverhead + len(key)))
-		c.createEntry(sh, ne, func() bool {
-			hv.Lock()
-			defer hv.Unlock()
-			return fn(hv)
-		})
-		sh.mu.Unlock()
-		return
-	}
+// newHashEntry is a new entry holding an empty hash.
+func newHashEntry(key []byte) *entry {
+	e := &entry{key: string(key), val: value.NewHash()}
+	e.mem.Store(int64(keyOverhead + len(key)))
+	return e
 }
 
 // hashSet sets the pairs of args (field, value, field, value, ...) in hv, charging their memory

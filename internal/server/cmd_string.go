@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/bloomd/bloom/internal/resp"
 	"github.com/bloomd/bloom/internal/value"
@@ -30,35 +31,35 @@ import (
 // result. TestCrashValues (internal/persist) shows that this holds across snapshots taken while
 // clients change strings.
 
-// readString returns the string at key for reading: nil for a missing key (published as a key
-// miss), or ok false after replying WRONGTYPE for a key of another type.
-func (c *Conn) readString(key []byte) (sv *stringValue, ok bool) {
+// readValue returns the value of type V at key for reading: nil for a missing key (published as
+// a key miss), or ok false after replying WRONGTYPE for a key of another type.
+func readValue[V any](c *Conn, key []byte) (v V, ok bool) {
 	e := c.entry(key)
 	if e == nil {
 		c.keyMiss(key)
-		return nil, true
+		return v, true
 	}
-	if sv, ok = e.val.(*stringValue); !ok {
+	if v, ok = e.val.(V); !ok {
 		c.w.Error(errWrongType)
 	}
-	return sv, ok
+	return v, ok
 }
 
-// modifyString runs fn on the string at key under the string's write lock. A missing key is
-// given to fn as a new empty string (created set), which joins the keyspace only if fn returns
-// true; fn does the rest: memory, the change, its record, its events and the reply. A key of
-// another type gets WRONGTYPE.
-func (c *Conn) modifyString(key []byte, fn func(sv *stringValue, created bool) bool) {
+// modifyValue runs fn on the value of type V at key under the value's write lock. A missing key
+// is given to fn as the value of newEntry's entry (created set), which joins the keyspace only if
+// fn returns true; fn does the rest: memory, the change, its record, its events and the reply. A
+// key of another type gets WRONGTYPE.
+func modifyValue[V sync.Locker](c *Conn, key []byte, newEntry func([]byte) *entry, fn func(v V, created bool) bool) {
 	for {
 		if e := c.entry(key); e != nil {
-			sv, ok := e.val.(*stringValue)
+			v, ok := e.val.(V)
 			if !ok {
 				c.w.Error(errWrongType)
 				return
 			}
-			sv.Lock()
-			fn(sv, false)
-			sv.Unlock()
+			v.Lock()
+			fn(v, false)
+			v.Unlock()
 			return
 		}
 		sh, e := c.lockForCreate(key)
@@ -69,17 +70,27 @@ func (c *Conn) modifyString(key []byte, fn func(sv *stringValue, created bool) b
 			sh.mu.Unlock()
 			continue // created meanwhile
 		}
-		ne := newStringEntry(key, nil)
+		ne := newEntry(key)
 		c.createEntry(sh, ne, func() bool {
-			sv := ne.val.(*stringValue)
-			sv.Lock()
-			defer sv.Unlock()
-			return fn(sv, true)
+			v := ne.val.(V)
+			v.Lock()
+			defer v.Unlock()
+			return fn(v, true)
 		})
 		sh.mu.Unlock()
 		return
 	}
 }
+
+// readString returns the string at key for reading (see readValue).
+func (c *Conn) readString(key []byte) (*stringValue, bool) { return readValue[*stringValue](c, key) }
+
+// modifyString runs fn on the string at key under its write lock (see modifyValue).
+func (c *Conn) modifyString(key []byte, fn func(sv *stringValue, created bool) bool) {
+	modifyValue(c, key, newEmptyStringEntry, fn)
+}
+
+func newEmptyStringEntry(key []byte) *entry { return newStringEntry(key, nil) }
 
 // createEntry adds the new entry ne under its shard's lock (held) if fn, which gets it first,
 // returns true: the key's memory is reserved before (refused with OOM), and its "new" event
