@@ -12,16 +12,10 @@ import (
 // formatNumber formats n as Lua 5.1's tostring does ("%.14g"), with glibc's spellings of the
 // special values.
 func formatNumber(n float64) string {
+	if s, ok := specialName(n); ok {
+		return s
+	}
 	switch {
-	case math.IsInf(n, 1):
-		return "inf"
-	case math.IsInf(n, -1):
-		return "-inf"
-	case math.IsNaN(n):
-		if math.Signbit(n) {
-			return "-nan"
-		}
-		return "nan"
 	case n == 0 && math.Signbit(n):
 		return "-0"
 	case n == math.Trunc(n) && math.Abs(n) < 1e14:
@@ -32,18 +26,25 @@ func formatNumber(n float64) string {
 
 // formatArg formats a number passed to redis.call as Redis does ("%.17g").
 func formatArg(n float64) string {
-	switch {
-	case math.IsInf(n, 1):
-		return "inf"
-	case math.IsInf(n, -1):
-		return "-inf"
-	case math.IsNaN(n):
-		if math.Signbit(n) {
-			return "-nan"
-		}
-		return "nan"
+	if s, ok := specialName(n); ok {
+		return s
 	}
 	return strconv.FormatFloat(n, 'g', 17, 64)
+}
+
+// specialName spells an infinity or a NaN as glibc's printf does.
+func specialName(n float64) (string, bool) {
+	switch {
+	case math.IsInf(n, 1):
+		return "inf", true
+	case math.IsInf(n, -1):
+		return "-inf", true
+	case math.IsNaN(n) && math.Signbit(n):
+		return "-nan", true
+	case math.IsNaN(n):
+		return "nan", true
+	}
+	return "", false
 }
 
 // parseNumber converts a string to a number as Lua 5.1's luaO_str2d: C's strtod (leading
