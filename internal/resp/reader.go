@@ -751,3 +751,21 @@ func parseInt(b []byte) (int64, bool) {
 // ParseInt parses b as Redis parses integer arguments (string2ll): strict decimal within int64,
 // optional leading '-', no '+', no leading zeros, no spaces.
 func ParseInt(b []byte) (int64, bool) { return parseInt(b) }
+
+// EqualFold reports whether the argument b equals lower, a lower-case ASCII word, ignoring the
+// case of b: how Redis matches command names, subcommands and options (strcasecmp).
+func EqualFold(b []byte, lower string) bool {
+	if len(b) != len(lower) {
+		return false
+	}
+	for i := range len(b) {
+		c := b[i]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		if c != lower[i] {
+			return false
+		}
+	}
+	return true
+}

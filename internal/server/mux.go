@@ -2,12 +2,13 @@ package server
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/bloomd/bloom/internal/acl"
 	"github.com/bloomd/bloom/internal/metrics"
 	"github.com/bloomd/bloom/internal/redact"
-	"slices"
-	"strings"
+	"github.com/bloomd/bloom/internal/resp"
 )
 
 // A Handler runs one command for a connection and writes its reply to the connection.
@@ -145,19 +146,5 @@ func (cmd *Command) arityOK(n int) bool {
 	return cmd.MaxArgs <= 0 || n <= cmd.MaxArgs
 }
 
-// equalFold reports whether b equals the lower-case s, ignoring ASCII case.
-func equalFold(b []byte, s string) bool {
-	if len(b) != len(s) {
-		return false
-	}
-	for i := range len(b) {
-		c := b[i]
-		if 'A' <= c && c <= 'Z' {
-			c += 'a' - 'A'
-		}
-		if c != s[i] {
-			return false
-		}
-	}
-	return true
-}
+// equalFold is resp.EqualFold.
+func equalFold(b []byte, s string) bool { return resp.EqualFold(b, s) }

@@ -267,19 +267,5 @@ func BitOp(op int, srcs [][]byte) []byte {
 	return res
 }
 
-// equalFold reports whether b equals the lower-case s, ignoring ASCII case.
-func equalFold(b []byte, s string) bool {
-	if len(b) != len(s) {
-		return false
-	}
-	for i := range len(b) {
-		c := b[i]
-		if 'A' <= c && c <= 'Z' {
-			c += 'a' - 'A'
-		}
-		if c != s[i] {
-			return false
-		}
-	}
-	return true
-}
+// equalFold is resp.EqualFold.
+func equalFold(b []byte, s string) bool { return resp.EqualFold(b, s) }
